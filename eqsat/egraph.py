@@ -1,0 +1,135 @@
+"""A saturation session: an egglog e-graph built from text, run under a budget.
+
+egglog 13.2 has no time or node limit, so the session runs one iteration at a time inside
+``push``/``pop`` and rolls back the iteration that overshoots the node budget. Commands are sent one
+at a time (parsing one giant program exhausts memory; one command per FX node is fast).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import egglog.bindings as bindings
+
+from .rule import Rule, rule_of_tag
+from .schema import SHAPE_RULESET, SORTS
+
+
+@dataclass
+class Budget:
+    """Limits on one saturation: iterations, e-nodes (all tables) and wall-clock seconds."""
+
+    iterations: int = 8
+    nodes: int = 200_000
+    seconds: float = 10.0
+
+
+@dataclass
+class SaturationLog:
+    sizes: list[int] = field(default_factory=list)  # e-graph size after build, then per iteration
+    fired: dict[str, int] = field(default_factory=dict)
+    stop_reason: str = ""
+    seconds: float = 0.0
+
+
+class EGraphError(RuntimeError):
+    """egglog refused a command: the message carries the command text."""
+
+
+class Session:
+    """One e-graph: schema + rules, then terms, then budgeted saturation and serialization."""
+
+    def __init__(self, rules: Iterable[Rule], shape_rules: Iterable[Rule] = ()):
+        self._eg = bindings.EGraph()
+        self._run(SORTS)
+        self.rules = list(rules)
+        shape_rules = list(shape_rules)
+        families = sorted({r.family for r in self.rules} | {SHAPE_RULESET})
+        for fam in families:
+            self._run(f"(ruleset {fam})")
+        seen_decls: set[str] = set()
+        for r in shape_rules + self.rules:
+            for d in r.decls:
+                if d not in seen_decls:
+                    seen_decls.add(d)
+                    self.command(d)
+            for cmd in r.egglog_commands():
+                try:
+                    self.command(cmd)
+                except EGraphError as e:
+                    raise EGraphError(f"rule {r.name!r} does not compile: {e}") from None
+        self.families = [f for f in families if f != SHAPE_RULESET]
+        self._rule_names = {r.name for r in self.rules}
+
+    # -- commands -------------------------------------------------------------------------------
+    def _run(self, program: str):
+        return self._eg.run_program(*self._eg.parse_program(program))
+
+    def command(self, text: str):
+        """Run one egglog command (or a few short ones)."""
+        try:
+            return self._run(text)
+        except Exception as e:  # egglog raises EggSmolError with the parse/type error
+            raise EGraphError(f"{e} in: {text[:300]}") from None
+
+    def commands(self, texts: Iterable[str]) -> None:
+        for t in texts:
+            self.command(t)
+
+    def size(self) -> int:
+        """Rows in every table: the e-graph size the budget is checked against."""
+        (out,) = self._run("(print-size)")
+        return sum(n for _, n in out.sizes)
+
+    # -- saturation ------------------------------------------------------------------------------
+    def saturate(self, budget: Budget, families: Iterable[str] | None = None) -> SaturationLog:
+        """Run the chosen families one iteration at a time, with shape analysis to a fixpoint."""
+        fams = [f for f in (families if families is not None else self.families) if f in self.families]
+        log = SaturationLog()
+        t0 = time.perf_counter()
+        self._run(f"(run-schedule (saturate (run {SHAPE_RULESET})))")
+        log.sizes.append(self.size())
+        if not fams:
+            log.stop_reason = "no rules"
+        step = "(run-schedule (seq (run {}) (saturate (run {}))))"
+        for it in range(budget.iterations):
+            if not fams:
+                break
+            if time.perf_counter() - t0 > budget.seconds:
+                log.stop_reason = "time budget"
+                break
+            self._run("(push)")
+            updated = False
+            fired: dict[str, int] = {}
+            for fam in fams:
+                (out,) = self._run(step.format(fam, SHAPE_RULESET))
+                rep = out.report
+                updated |= rep.updated
+                for tag, n in rep.num_matches_per_rule.items():
+                    if n:
+                        fired[rule_of_tag(tag)] = fired.get(rule_of_tag(tag), 0) + n
+            n = self.size()
+            if n > budget.nodes:
+                self._run("(pop)")
+                log.stop_reason = f"node budget: iteration {it + 1} reached {n} > {budget.nodes}, rolled back"
+                break
+            # Kept: the snapshot stays on egglog's stack (13.2 cannot drop one without restoring it).
+            log.sizes.append(n)
+            for k, v in fired.items():
+                if k in self._rule_names:
+                    log.fired[k] = log.fired.get(k, 0) + v
+            if not updated:
+                log.stop_reason = "saturated"
+                break
+        else:
+            if fams:
+                log.stop_reason = "iteration budget"
+        log.seconds = time.perf_counter() - t0
+        return log
+
+    # -- export ----------------------------------------------------------------------------------
+    def serialize(self) -> dict:
+        """The e-graph as egraph-serialize JSON (nodes, class_data with ``let`` names)."""
+        return json.loads(self._eg.serialize([]).to_json())

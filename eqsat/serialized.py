@@ -1,0 +1,95 @@
+"""A typed view of egglog's serialized e-graph: term e-nodes with decoded literals, plus analyses.
+
+The JSON mixes program e-nodes (Tensor / TTuple / TList constructors) with analysis rows (``shape``,
+``dtype``, ``nid``, ``IsParam``) and primitive literals. Extraction, cost and raising only want the
+program part, with every literal argument already decoded and shapes looked up per e-class.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .schema import TERM_SORTS
+
+Arg = tuple  # ("class", class_id) for a term child, ("lit", value) for a literal
+
+
+@dataclass
+class ENode:
+    id: str
+    ctor: str
+    eclass: str
+    args: list[Arg]
+
+    @property
+    def children(self) -> list[str]:
+        """The term e-classes this node reads, in argument order."""
+        return [a[1] for a in self.args if a[0] == "class"]
+
+    def lits(self) -> list:
+        return [a[1] for a in self.args if a[0] == "lit"]
+
+
+@dataclass
+class EGraphView:
+    nodes: dict[str, ENode] = field(default_factory=dict)
+    classes: dict[str, list[str]] = field(default_factory=dict)  # term class → node ids
+    sort: dict[str, str] = field(default_factory=dict)           # term class → Tensor/TTuple/TList
+    lets: dict[str, str] = field(default_factory=dict)           # let name → term class
+    shape: dict[str, tuple] = field(default_factory=dict)
+    dtype: dict[str, str] = field(default_factory=dict)
+    nid: dict[str, int] = field(default_factory=dict)
+    params: set[str] = field(default_factory=set)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+
+def _decode(raw: dict, node_id: str):
+    node = raw[node_id]
+    op = node["op"]
+    if op == "vec-of":
+        return tuple(_decode(raw, c) for c in node["children"])
+    if op == "vec-empty":
+        return ()
+    if op.startswith('"'):
+        return json.loads(op)
+    if op in ("true", "false"):
+        return op == "true"
+    try:
+        return int(op)
+    except ValueError:
+        return float(op)
+
+
+def parse(data: dict) -> EGraphView:
+    """Decode ``egraph._serialize().to_json()`` output into an :class:`EGraphView`."""
+    raw = data["nodes"]
+    class_data = data["class_data"]
+    view = EGraphView()
+    for cid, info in class_data.items():
+        if info.get("type") in TERM_SORTS:
+            view.sort[cid] = info["type"]
+            view.classes[cid] = []
+            for name in info.get("let", "").split(","):
+                if name.strip():
+                    view.lets[name.strip()] = cid
+    analyses = {"shape": view.shape, "dtype": view.dtype, "nid": view.nid}
+    literal_of_class = {v["eclass"]: k for k, v in raw.items() if k.startswith("primitive-")}
+    for nid_, node in raw.items():
+        op, ecls = node["op"], node["eclass"]
+        if ecls in view.sort:
+            if node.get("subsumed"):
+                continue
+            args = [("class", raw[c]["eclass"]) if raw[c]["eclass"] in view.sort else ("lit", _decode(raw, c))
+                    for c in node["children"]]
+            view.nodes[nid_] = ENode(nid_, op, ecls, args)
+            view.classes[ecls].append(nid_)
+        elif op in analyses:
+            tensor_class = raw[node["children"][0]]["eclass"]
+            analyses[op][tensor_class] = _decode(raw, literal_of_class[ecls])
+        elif op == "IsParam":
+            view.params.add(raw[node["children"][0]]["eclass"])
+    return view
+

@@ -53,4 +53,4 @@ SORTS = r"""
 TERM_SORTS = ("Tensor", "TTuple", "TList")
 
 # Rulesets: one per rule family plus the shape analysis, which always runs to a fixpoint.
-SHAPE_RULESET = "shape"
+SHAPE_RULESET = "analysis"

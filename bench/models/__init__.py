@@ -1,0 +1,19 @@
+"""Benchmark models: name → builder(size, device, dtype) -> (module, example inputs)."""
+
+from bench.models import hf_blocks, recsys, split_cat
+
+REGISTRY = {
+    "dhen": recsys.build_dhen,
+    "wukong": recsys.build_wukong,
+    "interformer": recsys.build_interformer,
+    "dlrm": recsys.build_dlrm,
+    "recsys_tower": recsys.build_recsys_tower,
+    "split_cat_64": split_cat.build_split_cat_64,
+    "split_stack_unbind": split_cat.build_split_stack_unbind,
+    "illustrative": split_cat.build_illustrative,
+    "gpt2_block": hf_blocks.build_gpt2,
+    "bert_layer": hf_blocks.build_bert,
+    "t5_block": hf_blocks.build_t5,
+}
+
+NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block"})

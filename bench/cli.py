@@ -1,0 +1,134 @@
+"""`python -m bench run|demo`: compile every model under every mode and write rows, report and plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+from bench import plots, report
+from bench.models import REGISTRY
+from bench.modes import MODES
+from bench.run_tag import device_name, run_tag
+from bench.runner import PHASES, eager_reference, run_mode
+
+DEMO_MODELS = ("split_cat_64", "recsys_tower", "split_stack_unbind")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _csv(choices):
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in choices]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {', '.join(choices)}")
+        return names
+    return parse
+
+
+def _size(text: str) -> str | int:
+    return int(text) if text.isdigit() else text
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="benchmark models × modes × phases")
+    run.add_argument("--models", type=_csv(list(REGISTRY)), default=list(REGISTRY))
+    run.add_argument("--modes", type=_csv(MODES), default=list(MODES))
+    run.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    run.add_argument("--size", type=_size, default="small", help="tiny|small|medium|large or an int")
+    run.add_argument("--dtype", choices=list(DTYPES), default="float32")
+    run.add_argument("--train", action=argparse.BooleanOptionalAction, default=True,
+                     help="also measure a training step (forward + sum-loss backward)")
+    run.add_argument("--out", default="bench/out/{tag}",
+                     help="output directory; {tag} becomes date_torch-version_device")
+    run.add_argument("--save-outputs", action="store_true",
+                     help="also save every mode's outputs and gradients under OUT/outputs/")
+    run.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
+    sub.add_parser("demo", help="small CPU subset: inductor vs eqsat, inference only; prints the table")
+    return p
+
+
+def _progress(total: int):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="case", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> Path:
+    """Run every case, streaming rows to results.jsonl; then write report.md and plots."""
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: CUDA is not available on this machine; nothing was run")
+    tag = run_tag(args.device)
+    out_dir = Path(args.out.format(tag=tag))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    phases = [p for p in PHASES if p == "infer" or args.train]
+    meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
+            "size": args.size, "dtype": args.dtype}
+    settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds}
+    rows: list[dict] = []
+    bar = _progress(len(args.models) * len(phases) * len(args.modes))
+    with open(out_dir / "results.jsonl", "w") as results:
+        for model in args.models:
+            for phase in phases:
+                for row, outcome in _run_model_phase(model, phase, args.modes, settings, bar):
+                    row = {"model": model, **row, **meta}
+                    rows.append(row)
+                    results.write(json.dumps(row) + "\n")
+                    results.flush()
+                    if args.save_outputs and outcome is not None:
+                        _save_outcome(out_dir, row, outcome)
+    if bar is not None:
+        bar.close()
+    (out_dir / "report.md").write_text(report.render(rows, meta))
+    plots.write_plots(rows, out_dir)
+    return out_dir
+
+
+def _run_model_phase(model: str, phase: str, modes: list[str], settings: dict, bar):
+    builder = REGISTRY[model]
+    try:
+        reference = eager_reference(builder, phase, settings)
+    except ModuleNotFoundError as err:  # e.g. transformers missing: skip the model, keep the run going
+        for mode in modes:
+            _advance(bar, model, mode, phase)
+            yield {"mode": mode, "phase": phase, "status": "skipped", "reason": str(err)}, None
+        return
+    for mode in modes:
+        _advance(bar, model, mode, phase)
+        yield run_mode(builder, mode, phase, reference, settings)
+
+
+def _advance(bar, model: str, mode: str, phase: str) -> None:
+    label = f"{model}/{mode}/{phase}"
+    if bar is None:
+        print(label, file=sys.stderr, flush=True)
+    else:
+        bar.set_description(label)
+        bar.update(1)
+
+
+def _save_outcome(out_dir: Path, row: dict, outcome) -> None:
+    folder = out_dir / "outputs"
+    folder.mkdir(exist_ok=True)
+    torch.save(outcome.to_saveable(), folder / f"{row['model']}.{row['mode']}.{row['phase']}.pt")
+
+
+def main(argv: list[str] | None = None) -> None:
+    warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
+    args = parser().parse_args(argv)
+    if args.command == "demo":
+        args = parser().parse_args(
+            ["run", "--models", ",".join(DEMO_MODELS), "--modes", "inductor,eqsat", "--no-train",
+             "--out", "bench/out/demo_{tag}"]
+        )
+    out_dir = run(args)
+    print((out_dir / "report.md").read_text())
+    print(f"results in {out_dir}/")

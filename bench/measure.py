@@ -1,0 +1,75 @@
+"""Steady-state latency, peak memory and numerical error: the measurements that do not depend on mode."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+
+def latency_ms(step: Callable[[], object], device: str, min_seconds: float = 0.5, max_reps: int = 200) -> float:
+    """Median milliseconds per call of an already-compiled `step`.
+
+    CUDA uses Triton's `do_bench` (flushes L2, syncs correctly); CPU takes the median of timed calls,
+    repeating until `min_seconds` have passed so fast steps are not dominated by timer noise.
+    """
+    if device == "cuda":
+        return _cuda_latency_ms(step)
+    for _ in range(3):
+        step()
+    times: list[float] = []
+    deadline = time.perf_counter() + min_seconds
+    while len(times) < 5 or (time.perf_counter() < deadline and len(times) < max_reps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def _cuda_latency_ms(step: Callable[[], object]) -> float:
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        return _cuda_event_latency_ms(step)
+    return float(do_bench(step, return_mode="median"))
+
+
+def _cuda_event_latency_ms(step: Callable[[], object], reps: int = 50) -> float:
+    for _ in range(5):
+        step()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def peak_memory_bytes(step: Callable[[], object], device: str) -> int | None:
+    """Peak CUDA memory of one steady-state step; None on CPU (no allocator statistics there)."""
+    if device != "cuda":
+        return None
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    return int(torch.cuda.max_memory_allocated())
+
+
+def tensors(value) -> list[torch.Tensor]:
+    """Every tensor in a (possibly nested) model output, detached and on CPU, in a stable order."""
+    return [t.detach().cpu() for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def max_abs_error(actual: list[torch.Tensor], expected: list[torch.Tensor]) -> float:
+    """Largest elementwise |actual - expected| over matching tensors (inf if structure differs)."""
+    if len(actual) != len(expected) or any(a.shape != e.shape for a, e in zip(actual, expected)):
+        return float("inf")
+    errors = [(a.double() - e.double()).abs().max().item() for a, e in zip(actual, expected) if a.numel()]
+    return max(errors, default=0.0)

@@ -1,0 +1,92 @@
+"""Transformer blocks from the `transformers` package, built from small configs (no weights downloaded).
+
+They represent the non-recsys workload: the optimizer must not make ordinary blocks worse.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+from torch import nn
+
+from bench.models.sizes import finish, pick, randn, seeded
+
+HAVE_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
+
+
+class BlockStack(nn.Module):
+    """Runs hidden states through HF blocks, keeping only the hidden-state output of each."""
+
+    def __init__(self, blocks: list[nn.Module], needs_cache_position: bool = False):
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.needs_cache_position = needs_cache_position
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        kwargs = {}
+        if self.needs_cache_position:  # T5 attention derives the query length from it
+            kwargs["cache_position"] = torch.arange(hidden.shape[1], device=hidden.device)
+        for block in self.blocks:
+            hidden = block(hidden, **kwargs)[0]
+        return hidden
+
+
+def _dims(size: str | int) -> tuple[int, int, int]:
+    """(hidden width, layers, sequence length)."""
+    width = pick(size, tiny=32, small=128, medium=256, large=768)
+    layers = 1 if size == "tiny" else 2
+    return width, layers, 8 if size == "tiny" else 64
+
+
+def _require_transformers():
+    if not HAVE_TRANSFORMERS:
+        raise ModuleNotFoundError("transformers is not installed: pip install transformers==4.52.4")
+
+
+def _build(seed: int, make_blocks, size, device, dtype, needs_cache_position=False):
+    _require_transformers()
+    gen = seeded(seed)
+    width, layers, seq = _dims(size)
+    model = BlockStack(make_blocks(width, layers), needs_cache_position)
+    return finish(model, (randn(gen, 2, seq, width, device=device, dtype=dtype),), device, dtype)
+
+
+def build_gpt2(size: str | int = "small", device="cpu", dtype=torch.float32):
+    def blocks(width, layers):
+        from transformers import GPT2Config
+        from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+
+        cfg = GPT2Config(n_embd=width, n_head=4, n_layer=layers, resid_pdrop=0.0, attn_pdrop=0.0, embd_pdrop=0.0)
+        cfg._attn_implementation = "eager"
+        return [GPT2Block(cfg, layer_idx=i) for i in range(layers)]
+
+    return _build(20, blocks, size, device, dtype)
+
+
+def build_bert(size: str | int = "small", device="cpu", dtype=torch.float32):
+    def blocks(width, layers):
+        from transformers import BertConfig
+        from transformers.models.bert.modeling_bert import BertLayer
+
+        cfg = BertConfig(
+            hidden_size=width, num_attention_heads=4, intermediate_size=4 * width,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        )
+        cfg._attn_implementation = "eager"
+        return [BertLayer(cfg) for _ in range(layers)]
+
+    return _build(21, blocks, size, device, dtype)
+
+
+def build_t5(size: str | int = "small", device="cpu", dtype=torch.float32):
+    def blocks(width, layers):
+        from transformers import T5Config
+        from transformers.models.t5.modeling_t5 import T5Block
+
+        cfg = T5Config(d_model=width, d_kv=width // 4, d_ff=4 * width, num_heads=4, dropout_rate=0.0)
+        cfg._attn_implementation = "eager"
+        # Every block owns its position bias: the stack passes no bias from block to block.
+        return [T5Block(cfg, has_relative_attention_bias=True, layer_idx=i) for i in range(layers)]
+
+    return _build(22, blocks, size, device, dtype, needs_cache_position=True)

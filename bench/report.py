@@ -1,0 +1,106 @@
+"""Markdown report: one table per phase, ratios against Inductor and Inductor+Optimus, geomean rows."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+BASELINES = ("inductor", "inductor_optimus")
+
+
+def _fmt(value, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if math.isinf(value) or math.isnan(value):
+            return str(value)
+        return f"{value:.{digits}g}" if abs(value) < 1e-2 and value else f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ratio(numerator, denominator) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def _ratios(row: dict, by_mode: dict[str, dict]) -> dict[str, float | None]:
+    """Kernel ratio (mode/baseline, lower is better) and speedup (baseline/mode, higher is better)."""
+    ratios = {}
+    for base in BASELINES:
+        ref = by_mode.get(base, {})
+        ratios[f"kernels_vs_{base}"] = _ratio(row.get("kernels_total"), ref.get("kernels_total"))
+        ratios[f"speedup_vs_{base}"] = _ratio(ref.get("latency_ms"), row.get("latency_ms"))
+    return ratios
+
+
+HEADER = (
+    "| model | mode | kernels (gen+ext) | ×kernels vs ind | ×kernels vs opt | latency ms | speedup vs ind "
+    "| speedup vs opt | compile s | optimizer s | e-graph nodes | max err | max grad err |"
+)
+
+
+def _table(rows: list[dict], modes: list[str]) -> list[str]:
+    lines = [HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
+    per_mode_ratios: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    by_model: dict[str, dict[str, dict]] = defaultdict(dict)
+    for row in rows:
+        by_model[row["model"]][row["mode"]] = row
+    for model, by_mode in by_model.items():
+        for mode in modes:
+            row = by_mode.get(mode)
+            if row is None:
+                continue
+            if row["status"] != "ok":
+                lines.append(f"| {model} | {mode} | {row['status']}: {row.get('reason', '')} |" + " |" * 10)
+                continue
+            ratios = _ratios(row, by_mode)
+            for key, value in ratios.items():
+                per_mode_ratios[mode][key].append(value)
+            kernels = (
+                f"{row['kernels_total']} ({row['kernels_generated']}+{row['kernels_extern']})"
+                if row.get("kernels_total") is not None else "–"
+            )
+            cells = [
+                model, mode, kernels,
+                _fmt(ratios["kernels_vs_inductor"]), _fmt(ratios["kernels_vs_inductor_optimus"]),
+                _fmt(row.get("latency_ms"), 3), _fmt(ratios["speedup_vs_inductor"]),
+                _fmt(ratios["speedup_vs_inductor_optimus"]), _fmt(row.get("compile_s"), 1),
+                _fmt(row.get("optimizer_s")), _fmt(row.get("egraph_nodes")),
+                _fmt(row.get("max_abs_err"), 2), _fmt(row.get("max_abs_err_grad"), 2),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    for mode in modes:
+        ratios = per_mode_ratios.get(mode)
+        if not ratios:
+            continue
+        g = {key: geomean(values) for key, values in ratios.items()}
+        cells = [
+            "**geomean**", mode, "", _fmt(g["kernels_vs_inductor"]), _fmt(g["kernels_vs_inductor_optimus"]), "",
+            _fmt(g["speedup_vs_inductor"]), _fmt(g["speedup_vs_inductor_optimus"]), "", "", "", "", "",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render(rows: list[dict], meta: dict) -> str:
+    """The whole report.md text: run metadata, then one table per phase."""
+    modes = list(dict.fromkeys(row["mode"] for row in rows))
+    lines = [
+        f"# eqsat benchmark — {meta['tag']}",
+        "",
+        f"torch {meta['torch']} · device {meta['device_name']} · size `{meta['size']}` · dtype {meta['dtype']}",
+        "",
+        "Kernels are Inductor-generated kernels plus extern calls (mm, bmm, fallbacks), forward and backward "
+        "for training. ×kernels is mode/baseline (lower is better); speedup is baseline latency/mode latency "
+        "(higher is better). Compile times are cold (Dynamo reset, caches off).",
+    ]
+    for phase in dict.fromkeys(row["phase"] for row in rows):
+        lines += ["", f"## {'Inference' if phase == 'infer' else 'Training step'} ({phase})", ""]
+        lines += _table([r for r in rows if r["phase"] == phase], modes)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,152 @@
+"""Run one model under every requested mode and phase, producing one result row per combination.
+
+Each combination compiles from scratch (Dynamo reset, caches off) so compile time and kernel counts
+are cold numbers, then measures steady-state latency and compares outputs (and, for training,
+parameter gradients) with eager on a fresh copy of the same seeded model.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+from bench import measure
+from bench.modes import Compiled, ModeUnavailable, compile_model
+from fx_bridge import inductor_metrics
+
+PHASES = ("infer", "train")
+
+
+@dataclass
+class Outcome:
+    """What one step produced: outputs, and parameter gradients (by name) for training."""
+
+    outputs: list[torch.Tensor]
+    grads: dict[str, torch.Tensor]
+
+    def to_saveable(self) -> dict:
+        return {"outputs": self.outputs, "grads": self.grads}
+
+
+def training_inputs(inputs: tuple) -> tuple:
+    """Float inputs become leaves that require grad, so the backward covers the whole graph
+    (parameter-free models such as split_cat_64 still get a real backward)."""
+    return tuple(t.detach().clone().requires_grad_() if _is_float_tensor(t) else t for t in inputs)
+
+
+def make_step(fn: Callable, model: torch.nn.Module, inputs: tuple, phase: str) -> Callable[[], object]:
+    """One inference call under no_grad, or one forward + sum-loss backward with fresh gradients."""
+    if phase == "infer":
+        def infer():
+            with torch.no_grad():
+                return fn(*inputs)
+        return infer
+
+    def train():
+        for t in [*model.parameters(), *inputs]:
+            if isinstance(t, torch.Tensor):
+                t.grad = None
+        out = fn(*inputs)
+        sum(t.float().sum() for t in tree_leaves(out) if _is_float_tensor(t)).backward()
+        return out
+    return train
+
+
+def _is_float_tensor(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _outcome(out, model: torch.nn.Module, inputs: tuple) -> Outcome:
+    named = [*model.named_parameters(), *((f"input.{i}", t) for i, t in enumerate(inputs))]
+    grads = {n: t.grad.detach().cpu() for n, t in named if isinstance(t, torch.Tensor) and t.grad is not None}
+    return Outcome(measure.tensors(out), grads)
+
+
+def _build(builder: Callable, phase: str, settings: dict) -> tuple[torch.nn.Module, tuple]:
+    model, inputs = builder(settings["size"], device=settings["device"], dtype=settings["dtype"])
+    return model, training_inputs(inputs) if phase == "train" else inputs
+
+
+def _grad_error(actual: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> float | None:
+    if not expected:
+        return None
+    if actual.keys() != expected.keys():
+        return float("inf")
+    names = sorted(expected)
+    return measure.max_abs_error([actual[n] for n in names], [expected[n] for n in names])
+
+
+def _summarize_reports(reports: list[dict]) -> dict:
+    """Totals over the optimized graphs of one compile (forward and backward count separately)."""
+    if not reports:
+        return {}
+    rules: dict[str, int] = {}
+    for report in reports:
+        for name, count in (report.get("rules_fired") or {}).items():
+            rules[name] = rules.get(name, 0) + int(count)
+
+    def total(key):
+        values = [r[key] for r in reports if r.get(key) is not None]
+        return sum(values) if values else None
+
+    return {
+        "optimizer_s": total("optimizer_seconds"),
+        "egraph_nodes": total("egraph_nodes"),
+        "cost_before": total("cost_before"),
+        "cost_after": total("cost_after"),
+        "rules_fired": rules,
+    }
+
+
+def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome | None, settings: dict) -> tuple[dict, Outcome | None]:
+    """Compile, measure and check one (model, mode, phase); never raises for a failing mode."""
+    row: dict = {"mode": mode, "phase": phase, "status": "ok"}
+    model, inputs = _build(builder, phase, settings)
+    row["params"] = sum(p.numel() for p in model.parameters())
+    inductor_metrics.cold_compile_reset()
+    inductor_metrics.reset()
+    try:
+        with inductor_metrics.inductor_config_patch(mode):
+            compiled: Compiled = compile_model(mode, model)
+            step = make_step(compiled.fn, model, inputs, phase)
+            start = time.perf_counter()
+            out = step()
+            _sync(settings["device"])
+            first_call_s = time.perf_counter() - start
+    except ModeUnavailable as err:
+        return {**row, "status": "skipped", "reason": str(err)}, None
+    except Exception as err:  # a failing compile is a result to report, not a harness crash
+        inductor_metrics.cold_compile_reset()
+        reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0][:300] if str(err).strip() else ''}"
+        return {**row, "status": "error", "reason": reason, "traceback": traceback.format_exc()[-2000:]}, None
+
+    outcome = _outcome(out, model, inputs)
+    if mode != "eager":
+        row.update({f"kernels_{k}": v for k, v in inductor_metrics.kernel_counts().items()})
+        row["compile_s"] = first_call_s
+        row["counters"] = inductor_metrics.inductor_counters()
+    row["graphs"] = compiled.collect_reports()
+    row.update(_summarize_reports(row["graphs"]))
+    if reference is not None:
+        row["max_abs_err"] = measure.max_abs_error(outcome.outputs, reference.outputs)
+        row["max_abs_err_grad"] = _grad_error(outcome.grads, reference.grads)
+    row["latency_ms"] = measure.latency_ms(step, settings["device"], settings.get("min_seconds", 0.5))
+    row["peak_mem_bytes"] = measure.peak_memory_bytes(step, settings["device"])
+    return row, outcome
+
+
+def eager_reference(builder: Callable, phase: str, settings: dict) -> Outcome:
+    """Outputs and gradients of a fresh eager copy: what every mode must reproduce."""
+    model, inputs = _build(builder, phase, settings)
+    out = make_step(model, model, inputs, phase)()
+    return _outcome(out, model, inputs)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()

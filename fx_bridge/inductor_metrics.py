@@ -1,0 +1,99 @@
+"""Adapter over Inductor's private metrics and Optimus config (torch 2.11–2.14).
+
+Everything the benchmark harness needs from `torch._inductor` internals lives here, so a torch
+upgrade that moves a counter or renames a pass list breaks one small file, not the harness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+import torch._inductor.config as inductor_config
+from torch._dynamo.utils import counters
+from torch._inductor import metrics
+
+# Settings-only post-grad keys: they tune heuristics instead of naming a pattern pass, and
+# `group_linear` emits Meta-internal fbgemm ops, so it must stay behind `require_fbgemm`.
+_POST_GRAD_OPTION_VALUES = {"group_linear": {"require_fbgemm": True}}
+
+# Caches that would let a compile skip codegen (and the post-grad passes) on a hit.
+_COLD_CACHE_FLAGS = (
+    "fx_graph_cache",
+    "fx_graph_remote_cache",
+    "autotune_local_cache",
+    "autotune_remote_cache",
+    "bundled_autotune_remote_cache",
+    "force_disable_caches",
+)
+
+
+def reset() -> None:
+    """Zero the kernel metrics and the Inductor/Dynamo counters before a measured compile."""
+    metrics.reset()
+    counters.clear()
+
+
+def kernel_counts() -> dict[str, int]:
+    """Kernels Inductor generated and extern calls (mm, bmm, fallbacks) it emitted since `reset`."""
+    generated = int(metrics.generated_kernel_count)
+    extern = int(counters["inductor"].get("extern_calls", 0))
+    return {"generated": generated, "extern": extern, "total": generated + extern}
+
+
+def inductor_counters() -> dict[str, int]:
+    """Non-zero `counters["inductor"]` entries: Optimus pass counters, pattern matches, extern calls."""
+    return {k: int(v) for k, v in counters["inductor"].items() if v}
+
+
+def _pre_grad_keys() -> list[str]:
+    from torch._inductor.fx_passes import group_batch_fusion, split_cat
+
+    rest = [k for k in split_cat.pre_grad_pass_names if k != "normalization_pass"]
+    return ["normalization_pass", *group_batch_fusion.list_group_batch_fusions(True), *rest]
+
+
+def _post_grad_keys() -> list[str]:
+    from torch._inductor.fx_passes import group_batch_fusion, split_cat
+
+    rest = [k for k in split_cat.post_grad_pass_names if k != "normalization_aten_pass"]
+    fusions = group_batch_fusion.list_group_batch_fusions(False)
+    return ["normalization_aten_pass", *fusions, *rest]
+
+
+def optimus_options() -> tuple[dict[str, dict], dict[str, dict]]:
+    """(pre, post) fusion-option dicts with every Optimus key of the installed torch enabled.
+
+    Normalization comes first: almost every split-cat pattern only matches normalized splits.
+    Keys are read from the registries in `split_cat.py` / `group_batch_fusion.py`, not hard-coded,
+    because the set changes between releases (2.14 adds `cat_linear`).
+    """
+    pre = {k: {} for k in _pre_grad_keys()}
+    post = {k: dict(_POST_GRAD_OPTION_VALUES.get(k, {})) for k in _post_grad_keys()}
+    return pre, post
+
+
+def _cold_cache_settings() -> dict[str, bool]:
+    return {flag: flag == "force_disable_caches" for flag in _COLD_CACHE_FLAGS if hasattr(inductor_config, flag)}
+
+
+@contextlib.contextmanager
+def inductor_config_patch(mode: str, cold: bool = True) -> Iterator[None]:
+    """Inductor config for one benchmark mode; `cold` disables every compile cache.
+
+    Mode "inductor_optimus" enables every Optimus pass; every other mode (Inductor alone and the eqsat
+    modes, which hand their graph to Inductor) gets empty fusion-option dicts so Optimus cannot
+    blur the comparison.
+    """
+    pre, post = optimus_options() if mode == "inductor_optimus" else ({}, {})
+    settings = {"pre_grad_fusion_options": pre, "post_grad_fusion_options": post}
+    if cold:
+        settings.update(_cold_cache_settings())
+    with inductor_config.patch(settings):
+        yield
+
+
+def cold_compile_reset() -> None:
+    """Forget every compiled graph so the next call compiles from scratch."""
+    torch._dynamo.reset()

@@ -1,0 +1,53 @@
+"""End to end: the CLI compiles a tiny model under each mode on CPU, writes its files, and every
+mode reproduces eager outputs and gradients."""
+
+import importlib
+import json
+
+import pytest
+import torch
+
+from bench.cli import main
+
+
+def _eqsat_backend_missing() -> bool:
+    try:
+        importlib.import_module("fx_bridge.backend").eqsat_backend
+    except (ImportError, AttributeError):
+        return True
+    return False
+
+
+def _run_and_check(tmp_path, modes: list[str]):
+    out = tmp_path / "run"
+    main(["run", "--models", "recsys_tower", "--modes", ",".join(modes), "--size", "tiny",
+          "--min-seconds", "0.05", "--out", str(out), "--save-outputs"])
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {(r["mode"], r["phase"]) for r in rows} == {(m, p) for m in modes for p in ("infer", "train")}
+    report = (out / "report.md").read_text()
+    assert "## Inference" in report and "## Training step" in report and "geomean" in report
+    assert (out / "kernels_infer.png").exists() or importlib.util.find_spec("matplotlib") is None
+
+    for row in rows:
+        if row["status"] == "skipped" and row["mode"].startswith("eqsat"):
+            assert _eqsat_backend_missing(), row["reason"]  # only a missing backend may skip a mode
+            continue
+        assert row["status"] == "ok", row.get("traceback", row)
+        assert row["latency_ms"] > 0
+        if row["mode"] != "eager":
+            assert row["kernels_total"] > 0 and row["compile_s"] > 0
+        saved = torch.load(out / "outputs" / f"recsys_tower.{row['mode']}.{row['phase']}.pt")
+        eager = torch.load(out / "outputs" / f"recsys_tower.eager.{row['phase']}.pt")
+        torch.testing.assert_close(saved["outputs"], eager["outputs"], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(saved["grads"], eager["grads"], rtol=1e-4, atol=1e-5)
+        if row["phase"] == "train":
+            assert set(saved["grads"]) >= {"input.0", "tower.0.weight"}
+
+
+def test_cli_inductor_and_eqsat_match_eager(tmp_path):
+    _run_and_check(tmp_path, ["eager", "inductor", "eqsat"])
+
+
+@pytest.mark.slow
+def test_cli_every_mode_matches_eager(tmp_path):
+    _run_and_check(tmp_path, ["eager", "inductor", "inductor_optimus", "eqsat_greedy", "eqsat"])

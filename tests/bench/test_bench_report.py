@@ -1,0 +1,54 @@
+"""Report arithmetic and the Inductor adapter's Optimus option lists (no compilation)."""
+
+import re
+
+import pytest
+import torch._inductor.config as inductor_config
+from torch._inductor.fx_passes import group_batch_fusion, split_cat
+
+from bench import report
+from bench.run_tag import run_tag
+from fx_bridge import inductor_metrics
+
+
+def _row(model, mode, kernels, latency):
+    return {"model": model, "mode": mode, "phase": "infer", "status": "ok",
+            "kernels_total": kernels, "kernels_generated": kernels, "kernels_extern": 0, "latency_ms": latency}
+
+
+def test_geomean_row_combines_per_model_ratios():
+    rows = [_row("a", "inductor", 10, 2.0), _row("a", "eqsat", 5, 1.0),
+            _row("b", "inductor", 10, 2.0), _row("b", "eqsat", 20, 4.0)]
+    text = report.render(rows, {"tag": "t", "torch": "x", "device_name": "cpu", "size": "tiny", "dtype": "float32"})
+    geo = [line for line in text.splitlines() if "geomean" in line and "| eqsat |" in line]
+    cells = [c.strip() for c in geo[0].split("|")]
+    assert cells[4] == "1.00"  # kernels ratio: sqrt(0.5 * 2)
+    assert cells[7] == "1.00"  # speedup: sqrt(2 * 0.5)
+    assert report.geomean([2.0, 8.0]) == pytest.approx(4.0)
+
+
+def test_skipped_mode_is_reported_with_its_reason():
+    rows = [_row("a", "inductor", 10, 2.0),
+            {"model": "a", "mode": "eqsat", "phase": "infer", "status": "skipped", "reason": "no backend"}]
+    text = report.render(rows, {"tag": "t", "torch": "x", "device_name": "cpu", "size": "tiny", "dtype": "float32"})
+    assert "skipped: no backend" in text
+
+
+def test_optimus_options_enable_every_registered_key_normalization_first():
+    pre, post = inductor_metrics.optimus_options()
+    assert list(pre)[0] == "normalization_pass" and list(post)[0] == "normalization_aten_pass"
+    assert set(pre) == set(split_cat.pre_grad_pass_names) | set(group_batch_fusion.list_group_batch_fusions(True))
+    assert set(post) == set(split_cat.post_grad_pass_names) | set(group_batch_fusion.list_group_batch_fusions(False))
+
+
+def test_config_patch_switches_optimus_only_for_its_mode():
+    with inductor_metrics.inductor_config_patch("inductor_optimus"):
+        assert "batch_linear" in inductor_config.pre_grad_fusion_options
+        assert inductor_config.fx_graph_cache is False
+    for mode in ("inductor", "eqsat"):
+        with inductor_metrics.inductor_config_patch(mode):
+            assert inductor_config.pre_grad_fusion_options == {} == inductor_config.post_grad_fusion_options
+
+
+def test_run_tag_names_date_torch_and_device():
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d_torch-\d+\.\d+\.\d+\w*_cpu[-\w.]*", run_tag("cpu"))

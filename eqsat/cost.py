@@ -1,57 +1,100 @@
-"""Cost of a program: α·kernel launches + β·bytes moved, per e-node, from the op category.
+"""Cost of a program: α·kernel launches + β·bytes moved, modelled on what Inductor generates.
 
-This is the first, simple model (each non-view op is one kernel reading its inputs and writing its
-output); the extractor only needs ``node_cost``, so a finer model can replace it.
+Two views of the same model:
+- ``program_cost(view, choice, roots)`` prices a whole chosen program: it groups fusible nodes into
+  the kernels Inductor would generate (``eqsat.fusion``) and counts bytes crossing kernel boundaries.
+  The "never worse than the input" comparison and the report use it.
+- ``node_cost(node, view)`` is its per-e-node linear approximation, which bottom-up and the ILP
+  optimise: a pointwise op pays a share of a launch and of its output bytes (it usually fuses), a
+  reduction or extern op pays a full launch plus its traffic, views and sources are free.
+Costs are in microseconds: α is the time per launch, β the time per byte.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import Iterable
 
+from .fusion import DTYPE_BYTES, Choice, class_bytes, list_elements, plan_program
 from .ops import CTOR_CATEGORY, Category
 from .serialized import EGraphView, ENode
 
-DTYPE_BYTES = {
-    "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
-    "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0,
-}
 UNKNOWN = 1e12  # a node whose shape no analysis derived is never worth choosing
+
+# Per-node share of a launch and of the output bytes, by category: the linear stand-in for fusion.
+LAUNCH_SHARE = {Category.POINTWISE: 0.25, Category.REDUCTION: 1.0, Category.NORM: 1.0,
+                Category.MATMUL: 1.0, Category.OPAQUE: 1.0, Category.COPY: 1.0}
+WRITE_SHARE = {Category.POINTWISE: 0.5, Category.REDUCTION: 1.0, Category.NORM: 1.0,
+               Category.MATMUL: 1.0, Category.OPAQUE: 1.0, Category.COPY: 1.0}
+READS_INPUTS = {Category.REDUCTION, Category.NORM, Category.MATMUL}
+FUSIBLE = {Category.POINTWISE, Category.REDUCTION, Category.NORM}
+
+
+@dataclass(frozen=True)
+class ProgramCost:
+    generated: int
+    extern: int
+    bytes: float
+    cost: float
+
+    @property
+    def kernels(self) -> int:
+        return self.generated + self.extern
 
 
 @dataclass(frozen=True)
 class CostModel:
-    alpha: float = 1.0      # per kernel launch
-    beta: float = 1e-6      # per byte read or written
+    """α·launches + β·bytes. Defaults: fitted on CPU by ``bench/calibrate.py`` (see its table)."""
 
-    def nbytes(self, view: EGraphView, cls: str) -> float | None:
-        shp = view.shape.get(cls)
-        if shp is None:
-            return None
-        return math.prod(shp) * DTYPE_BYTES.get(view.dtype.get(cls, "float32"), 4)
+    alpha: float = 5.0        # µs per kernel launch
+    beta: float = 1e-4        # µs per byte read or written
+    frozen_params: bool = False  # weights folded by Inductor (freezing): a cat of params is free
+    pointwise_cat_inputs: int = 0  # GPU Inductor lowers cats of ≤ 8 inputs to a fusible pointwise op
 
+    @classmethod
+    def for_device(cls, device: str, **kw) -> "CostModel":
+        """CPU Inductor always emits ConcatKernel; GPU fuses small cats into their pointwise users."""
+        return cls(pointwise_cat_inputs=8 if device == "cuda" else 0, **kw)
+
+    # -- whole program -------------------------------------------------------------------------
+    def program_cost(self, view: EGraphView, choice: Choice, roots: Iterable[str]) -> ProgramCost:
+        groups, nbytes = plan_program(view, choice, roots, self.frozen_params, self.pointwise_cat_inputs)
+        extern = sum(1 for g in groups if g[0].kind == "extern")
+        generated = len(groups) - extern
+        return ProgramCost(generated, extern, nbytes,
+                                 self.alpha * (generated + extern) + self.beta * nbytes)
+
+    # -- per e-node linear approximation ---------------------------------------------------------
     def node_cost(self, node: ENode, view: EGraphView) -> float:
         cat = CTOR_CATEGORY.get(node.ctor, Category.OPAQUE)
         if cat in (Category.SOURCE, Category.VIEW):
             return 0.0
-        out = self.nbytes(view, node.eclass)
-        ins = [self.nbytes(view, c) for c in node.children if view.sort.get(c) == "Tensor"]
         if node.ctor in ("Cat", "Stack"):
-            ins = [self.nbytes(view, c) for c in _list_elems(node, view)]
+            return self._cat_cost(node, view)
         if node.ctor == "Opaque":
             return self.alpha  # its outputs are read through Get, whose shapes we know
-        if out is None or any(b is None for b in ins):
+        out = class_bytes(view, node.eclass)
+        if out is None:
             return UNKNOWN
-        return self.alpha + self.beta * (out + sum(ins))
+        cost = self.alpha * LAUNCH_SHARE[cat] + self.beta * WRITE_SHARE[cat] * out
+        if cat in READS_INPUTS:
+            ins = [class_bytes(view, c) for c in node.children if view.sort.get(c) == "Tensor"]
+            if any(b is None for b in ins):
+                return UNKNOWN
+            cost += self.beta * sum(ins)
+        return cost
+
+    def _cat_cost(self, node: ENode, view: EGraphView) -> float:
+        """Parameters: a copy kernel (free when frozen). Activations: computed inputs are written in
+        place by their producer (free); every other input costs a copy."""
+        elems = list_elements(view, node.children[0])
+        sizes = [class_bytes(view, e) for e in elems]
+        if any(b is None for b in sizes):
+            return UNKNOWN
+        if all(e in view.params for e in elems):
+            return 0.0 if self.frozen_params else self.alpha + 2 * self.beta * sum(sizes)
+        copied = [b for e, b in zip(elems, sizes) if not _computed_by_fusible(view, e)]
+        return (self.alpha if copied else 0.0) + 2 * self.beta * sum(copied)
 
 
-def _list_elems(node: ENode, view: EGraphView) -> list[str]:
-    """The element classes of a cat/stack's cons list, following each cell's first choice."""
-    out, cls, seen = [], node.children[0], set()
-    while cls not in seen:
-        seen.add(cls)
-        cell = next((view.nodes[n] for n in view.classes[cls] if view.nodes[n].ctor == "TCons"), None)
-        if cell is None:
-            break
-        out.append(cell.children[0])
-        cls = cell.children[1]
-    return out
+def _computed_by_fusible(view: EGraphView, cls: str) -> bool:
+    return any(CTOR_CATEGORY.get(view.nodes[n].ctor) in FUSIBLE for n in view.classes.get(cls, ()))

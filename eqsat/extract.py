@@ -1,15 +1,22 @@
 """Extraction: choose one e-node per needed e-class so the program is acyclic and cheap.
 
 ``bottom_up`` is the tree-optimal baseline (a Dijkstra-style pass: a class is final once its cheapest
-node's children are all final, so the choice is acyclic by construction). ``dag_cost`` prices a
-choice counting every shared class once, which is how the program really runs.
+node's children are all final, so the choice is acyclic by construction). ``extract`` adds the
+DAG-aware ILP (``eqsat.ilp``), which pays for a shared class once, and keeps whichever candidate —
+bottom-up, ILP, or the input program when given — has the lowest whole-program cost
+(``CostModel.program_cost``, which models Inductor's fusion). It therefore never returns a program
+costlier than the input.
 """
 from __future__ import annotations
 
 import heapq
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from .cost import UNKNOWN, CostModel, ProgramCost
+from .fusion import topo_order
+from .ilp import break_cycles, solve
 from .serialized import EGraphView, ENode
 
 NodeCost = Callable[[ENode, EGraphView], float]
@@ -18,48 +25,73 @@ Choice = dict[str, str]  # e-class → chosen e-node id
 
 @dataclass
 class Extraction:
-    choice: Choice
-    cost: float
-    extractor: str
-    seconds: float = 0.0
+    choice: Choice            # reachable part only: class → node id
+    cost: float               # program cost (α·kernels + β·bytes) of ``choice``
+    extractor: str            # "bottom_up" | "ilp" | "input"
+    seconds: float
+    after: ProgramCost        # kernels / bytes / cost of ``choice``
+    before: ProgramCost | None = None  # the input program, when given
+    gap: float | None = None  # ILP relative optimality gap when it stopped at the time limit
+    ilp_status: str = "not run"
+    candidates: dict[str, float] | None = None  # extractor → program cost, for the report
+
+    @property
+    def improved(self) -> bool:
+        return self.before is None or self.after.cost < self.before.cost
 
 
 class ExtractionError(RuntimeError):
     pass
 
 
-def bottom_up(view: EGraphView, roots: Iterable[str], node_cost: NodeCost) -> Choice:
-    """Tree-optimal choice for every class reachable from ``roots``."""
+def node_costs(view: EGraphView, node_cost: NodeCost) -> dict[str, float]:
+    return {nid: node_cost(node, view) for nid, node in view.nodes.items()}
+
+
+def _finalise(view: EGraphView, costs: dict[str, float]) -> tuple[Choice, dict[str, int]]:
+    """Tree-optimal node per class for the whole e-graph, and the order classes became final."""
     parents: dict[str, list[str]] = {}
     pending: dict[str, int] = {}
-    own: dict[str, float] = {}
+    kids_of: dict[str, tuple[str, ...]] = {}
     heap: list[tuple[float, str]] = []
     for nid, node in view.nodes.items():
-        kids = set(node.children)
+        kids = kids_of[nid] = tuple(set(node.children))
         pending[nid] = len(kids)
-        own[nid] = node_cost(node, view)
         for c in kids:
             parents.setdefault(c, []).append(nid)
         if not kids:
-            heapq.heappush(heap, (own[nid], nid))
+            heap.append((costs[nid], nid))
+    heapq.heapify(heap)
     best: dict[str, float] = {}
     choice: Choice = {}
+    rank: dict[str, int] = {}
+    nodes = view.nodes
     while heap:
         cost, nid = heapq.heappop(heap)
-        cls = view.nodes[nid].eclass
+        cls = nodes[nid].eclass
         if cls in choice:
             continue
-        choice[cls], best[cls] = nid, cost
+        choice[cls], best[cls], rank[cls] = nid, cost, len(rank)
         for p in parents.get(cls, ()):
             pending[p] -= 1
             if pending[p] == 0:
-                pnode = view.nodes[p]
-                total = own[p] + sum(best[c] for c in set(pnode.children))
-                heapq.heappush(heap, (total, p))
+                heapq.heappush(heap, (costs[p] + sum(best[c] for c in kids_of[p]), p))
+    return choice, rank
+
+
+def bottom_up(view: EGraphView, roots: Iterable[str], node_cost: NodeCost | dict[str, float]) -> Choice:
+    """Tree-optimal choice for every class reachable from ``roots``."""
+    costs = node_cost if isinstance(node_cost, dict) else node_costs(view, node_cost)
+    choice, _ = _finalise(view, costs)
+    return reachable(view, _check_roots(roots, choice), choice)
+
+
+def _check_roots(roots: Iterable[str], choice: Choice) -> list[str]:
+    roots = list(roots)
     missing = [r for r in roots if r not in choice]
     if missing:
         raise ExtractionError(f"no finite program for e-classes {missing[:5]}")
-    return reachable(view, roots, choice)
+    return roots
 
 
 def reachable(view: EGraphView, roots: Iterable[str], choice: Choice) -> Choice:
@@ -75,17 +107,19 @@ def reachable(view: EGraphView, roots: Iterable[str], choice: Choice) -> Choice:
     return out
 
 
-def dag_cost(view: EGraphView, choice: Choice, node_cost: NodeCost) -> float:
-    """Cost of the program ``choice`` describes, each class paid once however often it is read."""
+def dag_cost(view: EGraphView, choice: Choice, node_cost: NodeCost | dict[str, float]) -> float:
+    """Linear cost of the program ``choice`` describes, each class paid once however often it is read."""
+    if isinstance(node_cost, dict):
+        return sum(node_cost[n] for n in choice.values())
     return sum(node_cost(view.nodes[n], view) for n in choice.values())
 
 
 def is_acyclic(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
     state: dict[str, int] = {}  # 1 = on stack, 2 = done
     for root in roots:
-        stack = [(root, iter(view.nodes[choice[root]].children))]
         if state.get(root) == 2:
             continue
+        stack = [(root, iter(view.nodes[choice[root]].children))]
         state[root] = 1
         while stack:
             cls, it = stack[-1]
@@ -99,3 +133,60 @@ def is_acyclic(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
                 state[nxt] = 1
                 stack.append((nxt, iter(view.nodes[choice[nxt]].children)))
     return True
+
+
+def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
+    """Every root and every child of a chosen node has a chosen node of its own class."""
+    return all(r in choice for r in roots) and all(
+        view.nodes[n].eclass == c and all(k in choice for k in view.nodes[n].children)
+        for c, n in choice.items())
+
+
+def translate_choice(before: EGraphView, choice: Choice, after: EGraphView) -> Choice:
+    """The same program in a later e-graph: egglog keeps every e-node, so match them structurally.
+
+    Use it to price the input program inside the saturated e-graph: extract from the e-graph before
+    the rules ran (one node per class: the input), then translate into the saturated one.
+    """
+    index = {(n.ctor, tuple(n.args)): n for n in after.nodes.values()}
+    class_map: dict[str, str] = {}
+    out: Choice = {}
+    for cls in topo_order(before, list(choice), choice):
+        node = before.nodes[choice[cls]]
+        args = tuple(("class", class_map[a[1]]) if a[0] == "class" else a for a in node.args)
+        match = index.get((node.ctor, args))
+        if match is None:
+            raise ExtractionError(f"{node.ctor} node of class {cls} is not in the later e-graph")
+        class_map[cls] = match.eclass
+        out[match.eclass] = match.id
+    return out
+
+
+def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,
+            original: Choice | None = None) -> Extraction:
+    """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``.
+
+    ``original`` (a choice in this view, e.g. from :func:`translate_choice`) is the input program:
+    it is returned, with extractor "input", unless a candidate is strictly cheaper.
+    """
+    t0 = time.perf_counter()
+    roots = list(dict.fromkeys(roots))
+    costs = node_costs(view, model.node_cost)
+    full, rank = _finalise(view, costs)
+    candidates: dict[str, Choice] = {"bottom_up": reachable(view, _check_roots(roots, full), full)}
+    ilp_status, gap = "not run", None
+    remaining = time_limit - (time.perf_counter() - t0)
+    if remaining > 0:
+        kept = break_cycles(view, roots, rank, costs, UNKNOWN)
+        res = solve(view, roots, kept, costs, remaining)
+        ilp_status, gap = res.status, res.gap
+        if res.choice is not None and all(r in res.choice for r in roots):
+            candidates["ilp"] = reachable(view, roots, res.choice)
+    if original is not None:
+        candidates["input"] = reachable(view, roots, original)
+    priced = {name: model.program_cost(view, ch, roots) for name, ch in candidates.items()
+              if is_acyclic(view, roots, ch)}
+    order = ["input", "bottom_up", "ilp"]  # ties keep the input, then the simpler extractor
+    name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
+    return Extraction(candidates[name], priced[name].cost, name, time.perf_counter() - t0, priced[name],
+                      priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})

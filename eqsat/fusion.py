@@ -1,0 +1,341 @@
+"""Predict the kernels Inductor generates for one chosen program, and the bytes they move.
+
+Fusion is not additive per e-node, so this walks the whole chosen DAG the way Inductor does:
+1. *Lowering*: views are free; a pointwise op is inlined into its consumers unless something forces
+   it into memory (an extern kernel reads it, it is an output, a cat writes it in place, or it is
+   reused and reads many buffers); reductions and norms always write a buffer; matmul-like and
+   opaque ops are extern kernels; ``cat`` is a buffer its computed inputs write into in place, with a
+   copy for every input that is not computed by a fusible kernel (inputs, parameters, views, extern
+   outputs).
+2. *Scheduling*: buffers computed by fusible nodes fuse vertically (producer → consumer) and
+   horizontally (shared read) when their iteration spaces agree and the fusion creates no cycle.
+Each fused group is one generated kernel; each extern op one extern call. Bytes are what crosses a
+kernel boundary: distinct buffers a kernel reads from outside it plus buffers it writes that
+something outside it (or the caller) reads.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .ops import CTOR_CATEGORY, Category
+from .serialized import EGraphView, ENode
+
+DTYPE_BYTES = {
+    "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
+    "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0,
+}
+REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
+
+Choice = dict[str, str]  # e-class → chosen e-node id
+
+
+def class_bytes(view: EGraphView, cls: str) -> float | None:
+    """Bytes of the tensor an e-class holds; None when no analysis derived its shape."""
+    shp = view.shape.get(cls)
+    if shp is None:
+        return None
+    return math.prod(shp) * DTYPE_BYTES.get(view.dtype.get(cls, "float32"), 4)
+
+
+def numel(view: EGraphView, cls: str) -> int:
+    shp = view.shape.get(cls)
+    return math.prod(shp) if shp is not None else -1
+
+
+def list_elements(view: EGraphView, list_cls: str, choice: Choice | None = None) -> list[str]:
+    """Element classes of a cons list: the chosen cells, or each cell's first ``TCons`` node."""
+    out: list[str] = []
+    seen: set[str] = set()
+    cls = list_cls
+    while cls not in seen:
+        seen.add(cls)
+        if choice is not None:
+            cell = view.nodes[choice[cls]]
+        else:
+            cell = next((view.nodes[n] for n in view.classes[cls] if view.nodes[n].ctor == "TCons"), None)
+        if cell is None or cell.ctor != "TCons":
+            break
+        out.append(cell.children[0])
+        cls = cell.children[1]
+    return out
+
+
+@dataclass
+class Kernel:
+    """One schedulable unit: a fusible buffer computation, a copy into a cat slice, or an extern call."""
+
+    index: int
+    kind: str                   # "pointwise" | "reduction" | "extern"
+    writes: str | None          # the buffer (e-class, or "copy:…" for cat-slice copies) it computes
+    out_bytes: float
+    space: tuple[int, int]      # (outer numel, reduced numel); pointwise is (numel, 1)
+    reads: dict[str, float] = field(default_factory=dict)  # buffer → bytes read
+
+
+_FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
+
+
+def topo_order(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
+    """Chosen classes reachable from ``roots``, producers first (iterative DFS post-order)."""
+    order: list[str] = []
+    done: set[str] = set()
+    for root in roots:
+        if root in done:
+            continue
+        stack = [(root, iter(view.nodes[choice[root]].children))]
+        done.add(root)
+        while stack:
+            cls, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                order.append(cls)
+                stack.pop()
+            elif nxt not in done:
+                done.add(nxt)
+                stack.append((nxt, iter(view.nodes[choice[nxt]].children)))
+    return order
+
+
+class _Planner:
+    """Builds the kernel list for one choice; see the module docstring for the model."""
+
+    def __init__(self, view: EGraphView, choice: Choice, roots: list[str], frozen_params: bool,
+                 pointwise_cat_inputs: int):
+        self.view, self.choice, self.roots = view, choice, roots
+        self.frozen_params = frozen_params
+        self.pointwise_cat_inputs = pointwise_cat_inputs
+        self.order = topo_order(view, roots, choice)
+        self.base: dict[str, str] = {}        # class → class whose buffer it aliases (views)
+        self.kind: dict[str, str] = {}        # class → source/view/pointwise/reduction/extern/cat/list
+        self.users: dict[str, list[str]] = {}  # buffer class → consuming classes
+        self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
+
+    def node(self, cls: str) -> ENode:
+        return self.view.nodes[self.choice[cls]]
+
+    def tensor_inputs(self, cls: str) -> list[str]:
+        """The tensor classes a node reads: list arguments are flattened to their elements."""
+        out = []
+        for c in self.node(cls).children:
+            if self.view.sort.get(c) == "TList":
+                out.extend(list_elements(self.view, c, self.choice))
+            else:
+                out.append(c)
+        return out
+
+    def classify(self) -> None:
+        view = self.view
+        for cls in self.order:
+            node = self.node(cls)
+            cat = CTOR_CATEGORY.get(node.ctor, Category.OPAQUE)
+            if view.sort.get(cls) == "TList":
+                kind = "list"
+            elif cat == Category.SOURCE:
+                kind = "source"
+            elif cat == Category.VIEW:
+                kind = "view"
+            elif node.ctor == "Contiguous":
+                kind = "pointwise"
+            elif node.ctor in ("Cat", "Stack"):
+                elems = self.tensor_inputs(cls)
+                frozen = self.frozen_params and all(self.base.get(e, e) in view.params for e in elems)
+                kind = "source" if frozen else "cat"
+            else:
+                kind = _FUSIBLE.get(cat, "extern")
+            self.kind[cls] = kind
+            self.base[cls] = self.base[node.children[0]] if kind == "view" and node.children else cls
+            if kind in ("view", "list"):
+                continue
+            for c in self.tensor_inputs(cls):
+                self.users.setdefault(self.base[c], []).append(cls)
+
+    def plan(self) -> list[Kernel]:
+        self.classify()
+        view, kind, base = self.view, self.kind, self.base
+        root_bufs = {base[r] for r in self.roots}
+        kernels: list[Kernel] = []
+        inlined: dict[str, dict[str, float]] = {}   # unmaterialized pointwise class → what it reads
+        in_place: set[str] = set()                   # computed buffers a cat writes into its slice
+        pointwise_cats: set[str] = set()
+        for cls in self.order:
+            if kind[cls] == "cat":
+                elems = [base[e] for e in self.tensor_inputs(cls)]
+                all_pw_users = all(kind.get(u) in ("pointwise", "reduction") for u in self.users.get(cls, ()))
+                if (len(elems) <= self.pointwise_cat_inputs and all_pw_users and cls not in root_bufs):
+                    pointwise_cats.add(cls)
+                else:
+                    in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction"))
+
+        def reads_of(cls: str) -> dict[str, float]:
+            """Buffers a computation reads, looking through inlined pointwise producers."""
+            out: dict[str, float] = {}
+            for c in self.tensor_inputs(cls):
+                b = base[c]
+                if b in inlined:
+                    for k, v in inlined[b].items():
+                        out[k] = max(out.get(k, 0.0), v)
+                else:
+                    nb = class_bytes(view, c) or 0.0
+                    bb = class_bytes(view, b)
+                    out[b] = max(out.get(b, 0.0), min(nb, bb) if bb is not None else nb)
+            return out
+
+        for cls in self.order:
+            k = kind[cls]
+            if k in ("source", "view", "list"):
+                continue
+            out_bytes = class_bytes(view, cls) or 0.0
+            if k == "extern":
+                kernels.append(Kernel(len(kernels), "extern", cls, out_bytes, (0, 0), reads_of(cls)))
+                continue
+            if k == "cat" and cls not in pointwise_cats:
+                writers = self.cat_writers[cls] = []
+                for i, e in enumerate(self.tensor_inputs(cls)):
+                    if base[e] in in_place and kind[e] != "view":
+                        writers.append(e)
+                        continue
+                    eb = class_bytes(view, e) or 0.0
+                    reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
+                    writers.append(f"copy:{cls}:{i}")
+                    kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
+                                          (max(numel(view, e), 1), 1), reads))
+                continue
+            reads = reads_of(cls)
+            users = self.users.get(cls, [])
+            if k in ("pointwise", "cat") and not self._must_materialize(cls, users, reads, root_bufs, in_place):
+                inlined[cls] = reads
+                continue
+            space = self._space(cls, k)
+            kernels.append(Kernel(len(kernels), "reduction" if k == "reduction" else "pointwise",
+                                  cls, out_bytes, space, reads))
+        return kernels
+
+    def _must_materialize(self, cls, users, reads, root_bufs, in_place) -> bool:
+        if cls in root_bufs or cls in in_place or not users:
+            return True
+        if any(self.kind[u] == "extern" for u in users):
+            return True
+        return len(users) > 1 and len(reads) > REALIZE_READS_THRESHOLD
+
+    def _space(self, cls: str, kind: str) -> tuple[int, int]:
+        n_out = max(numel(self.view, cls), 1)
+        if kind != "reduction":
+            return (n_out, 1)
+        n_in = max(numel(self.view, self.node(cls).children[0]), 1)
+        if n_in == n_out:  # a norm: the reduced extent is the last dim
+            shp = self.view.shape.get(cls) or (1,)
+            last = shp[-1] if shp else 1
+            return (n_out // max(last, 1), max(last, 1))
+        return (n_out, max(n_in // n_out, 1))
+
+
+def _compatible(a: Kernel, b: Kernel) -> bool:
+    """Iteration spaces Inductor's scheduler can put in one loop nest."""
+    if a.kind == "pointwise" and b.kind == "pointwise":
+        return a.space[0] == b.space[0]
+    if a.kind == "reduction" and b.kind == "reduction":
+        return a.space == b.space
+    pw, red = (a, b) if a.kind == "pointwise" else (b, a)
+    return pw.space[0] in (red.space[0] * red.space[1], red.space[0])
+
+
+class _Groups:
+    """Union-find over kernels with Inductor-style cycle checks on group ancestors (bitsets)."""
+
+    def __init__(self, kernels: list[Kernel], ancestors: list[int]):
+        self.parent = list(range(len(kernels)))
+        self.members = [1 << k.index for k in kernels]
+        self.anc = list(ancestors)
+        self.kernels = kernels
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def try_merge(self, i: int, j: int) -> bool:
+        a, b = self.find(i), self.find(j)
+        if a == b:
+            return True
+        mask = self.members[a] | self.members[b]
+        # A path a → x → b leaves through a member, so x comes after the first member in topo order.
+        first = (mask & -mask).bit_length() - 1
+        outside = ((self.anc[a] | self.anc[b]) & ~mask) >> first << first
+        while outside:
+            low = outside & -outside
+            if self.anc[self.find(low.bit_length() - 1)] & mask:
+                return False
+            outside ^= low
+        self.parent[b] = a
+        self.members[a] = mask
+        self.anc[a] = (self.anc[a] | self.anc[b]) & ~mask
+        return True
+
+
+def schedule(kernels: list[Kernel], aliases: dict[str, list[str]]) -> list[list[Kernel]]:
+    """Fuse fusible kernels into groups; extern kernels stay alone.
+
+    ``aliases`` maps a cat buffer to the buffers written into its slices: reading it depends on them.
+    """
+    producer = {k.writes: k for k in kernels}
+    ancestors: list[int] = []
+    for k in kernels:
+        bits = 0
+        for buf in k.reads:
+            for w in aliases.get(buf, (buf,)):
+                p = producer.get(w)
+                if p is not None:
+                    bits |= ancestors[p.index] | (1 << p.index)
+        ancestors.append(bits)
+    groups = _Groups(kernels, ancestors)
+    fusible = [k for k in kernels if k.kind != "extern"]
+    for k in fusible:  # vertical: producer → consumer
+        for buf in k.reads:
+            p = producer.get(buf)
+            if p is not None and p.kind != "extern" and _compatible(p, k):
+                groups.try_merge(p.index, k.index)
+    readers: dict[str, list[Kernel]] = {}
+    for k in fusible:  # horizontal: kernels sharing a read
+        for buf in k.reads:
+            readers.setdefault(buf, []).append(k)
+    for ks in readers.values():
+        for a, b in zip(ks, ks[1:]):
+            if _compatible(a, b):
+                groups.try_merge(a.index, b.index)
+    out: dict[int, list[Kernel]] = {}
+    for k in kernels:
+        out.setdefault(groups.find(k.index), []).append(k)
+    return list(out.values())
+
+
+def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: set[str]) -> float:
+    """Bytes a fused kernel moves: distinct outside reads, plus writes read outside it or kept."""
+    inside = {k.writes for k in group}
+    ids = {k.index for k in group}
+    reads: dict[str, float] = {}
+    for k in group:
+        for buf, nb in k.reads.items():
+            if buf not in inside:
+                reads[buf] = max(reads.get(buf, 0.0), nb)
+    writes = sum(k.out_bytes for k in group if k.writes in outputs or consumers.get(k.writes, set()) - ids)
+    return sum(reads.values()) + writes
+
+
+def plan_program(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_params: bool = False,
+                 pointwise_cat_inputs: int = 0) -> tuple[list[list[Kernel]], float]:
+    """(fused kernel groups, bytes moved) for the program ``choice`` describes."""
+    roots = list(roots)
+    planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs)
+    kernels = planner.plan()
+    groups = schedule(kernels, planner.cat_writers)
+    consumers: dict[str, set[int]] = {}
+    for k in kernels:
+        for buf in k.reads:
+            consumers.setdefault(buf, set()).add(k.index)
+    kept = {planner.base[r] for r in roots}  # outputs, and every buffer written into a cat slice
+    for writers in planner.cat_writers.values():
+        kept.update(writers)
+    return groups, sum(group_bytes(g, consumers, kept) for g in groups)

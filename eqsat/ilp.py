@@ -1,0 +1,140 @@
+"""DAG-optimal extraction as an ILP (SciPy's HiGHS), after breaking cycles inside SCCs only.
+
+An ILP without ordering constraints is exact only on an acyclic e-graph, and ordering constraints make
+HiGHS hopeless on real graphs. So cycles are cut first, and only where they live: inside each strongly
+connected component of the class graph a node is kept only if its children in that component were
+finalised earlier by the bottom-up pass (so the bottom-up choice survives); nodes crossing components,
+where the fusion alternatives are, are all kept. Every solution of the pruned ILP is then acyclic.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+from .serialized import EGraphView
+
+Choice = dict[str, str]
+
+
+def strongly_connected(succ: dict[str, list[str]]) -> dict[str, int]:
+    """Component id per vertex (iterative Tarjan: e-graphs are thousands of classes deep)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    comp: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    counter = 0
+    for start in succ:
+        if start in index:
+            continue
+        work = [(start, iter(succ.get(start, ())))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succ.get(w, ()))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                cid = len(comp)
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp[w] = cid
+                    if w == v:
+                        break
+    return comp
+
+
+def break_cycles(view: EGraphView, roots: Iterable[str], rank: dict[str, int],
+                 costs: dict[str, float], finite: float) -> list[str]:
+    """Nodes kept for the ILP: finite cost, reachable from the roots, no cycle among them."""
+    succ: dict[str, list[str]] = {}
+    stack, seen = list(roots), set(roots)
+    while stack:
+        c = stack.pop()
+        kids = succ[c] = []
+        for n in view.classes[c]:
+            for k in view.nodes[n].children:
+                kids.append(k)
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(k)
+    comp = strongly_connected(succ)
+    kept = []
+    for c in succ:
+        if c not in rank:
+            continue
+        for n in view.classes[c]:
+            kids = view.nodes[n].children
+            if costs[n] >= finite or any(k not in rank for k in kids):
+                continue
+            if all(comp[k] != comp[c] or rank[k] < rank[c] for k in kids):
+                kept.append(n)
+    return kept
+
+
+@dataclass
+class IlpResult:
+    choice: Choice | None
+    status: str
+    gap: float | None
+    objective: float | None
+    variables: int
+
+
+def solve(view: EGraphView, roots: list[str], kept: list[str], costs: dict[str, float],
+          time_limit: float) -> IlpResult:
+    """Minimise Σ cost·x over kept nodes: roots chosen, every chosen node's child classes chosen."""
+    t0 = time.perf_counter()
+    col = {n: i for i, n in enumerate(kept)}
+    members: dict[str, list[int]] = {}
+    for n in kept:
+        members.setdefault(view.nodes[n].eclass, []).append(col[n])
+    rows, cols, vals, lower = [], [], [], []
+
+    def add_row(entries: list[tuple[int, float]], lo: float) -> None:
+        r = len(lower)
+        for j, v in entries:
+            rows.append(r)
+            cols.append(j)
+            vals.append(v)
+        lower.append(lo)
+
+    for r in dict.fromkeys(roots):
+        add_row([(j, 1.0) for j in members.get(r, [])], 1.0)
+    for n in kept:
+        for k in set(view.nodes[n].children):
+            add_row([(j, 1.0) for j in members.get(k, [])] + [(col[n], -1.0)], 0.0)
+    a = coo_matrix((vals, (rows, cols)), shape=(len(lower), len(kept))).tocsr()
+    c = np.array([costs[n] for n in kept])
+    remaining = max(time_limit - (time.perf_counter() - t0), 0.05)
+    res = milp(c, constraints=LinearConstraint(a, np.array(lower), np.inf), integrality=np.ones(len(kept)),
+               bounds=Bounds(0, 1), options={"time_limit": remaining, "disp": False})
+    if res.x is None:
+        return IlpResult(None, res.message, None, None, len(kept))
+    chosen = {n for n in kept if res.x[col[n]] > 0.5}
+    best: Choice = {}
+    for n in sorted(chosen, key=lambda n: costs[n]):
+        best.setdefault(view.nodes[n].eclass, n)
+    gap = getattr(res, "mip_gap", None)
+    return IlpResult(best, "optimal" if res.status == 0 else "time limit", None if res.status == 0 else gap,
+                     float(res.fun), len(kept))

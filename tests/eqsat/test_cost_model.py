@@ -1,0 +1,90 @@
+"""The cost model predicts Inductor's kernels: fusion, extern matmuls, cat written in place."""
+from eqsat.cost import CostModel
+from eqsat_graphs import Program, input_choice, roots_of, view_of
+
+M = CostModel()
+
+
+def predict(prog: Program, outs: list[str], model: CostModel = M):
+    view = view_of(prog)
+    roots = roots_of(view, outs)
+    return model.program_cost(view, input_choice(view, roots), roots)
+
+
+def test_pointwise_chain_is_one_kernel():
+    p = Program()
+    x = p.input((64, 128))
+    y = p.unary("exp", p.unary("relu", x))
+    z = p.binary("add", y, x)
+    cost = predict(p, [z])
+    assert (cost.generated, cost.extern) == (1, 0)
+    assert cost.bytes == 2 * 64 * 128 * 4  # read x once, write z once
+
+
+def test_views_are_free():
+    p = Program()
+    x = p.input((64, 128))
+    a, b = p.split(x, [64, 64], 1)
+    assert predict(p, [a, b]).kernels == 0
+
+
+def test_pointwise_fuses_into_reduction_and_its_epilogue():
+    p = Program()
+    x = p.input((64, 128))
+    e = p.unary("exp", x)
+    s = p.sum(e, 1)
+    cost = predict(p, [p.binary("div", e, s)])
+    assert cost.kernels == 1
+
+
+def test_matmul_is_extern_and_splits_pointwise_groups():
+    p = Program()
+    x = p.input((64, 128))
+    w, b = p.param((128, 128)), p.param((128,))
+    h = p.unary("relu", x)
+    y = p.unary("relu", p.linear(h, w, b))
+    cost = predict(p, [y])
+    assert (cost.generated, cost.extern) == (2, 1)
+
+
+def test_cat_of_computed_inputs_is_written_in_place():
+    p = Program()
+    x, y = p.input((64, 128)), p.input((64, 128))
+    c = p.cat([p.unary("relu", x), p.unary("relu", y)], 1)
+    assert predict(p, [c]).kernels == 2  # the two relus, no copy
+
+
+def test_cat_of_inputs_copies():
+    p = Program()
+    x, y = p.input((64, 128)), p.input((64, 32))
+    assert predict(p, [p.cat([x, y], 1)]).kernels == 2
+
+
+def test_cat_of_params_is_a_kernel_unless_frozen():
+    p = Program()
+    x = p.input((64, 128))
+    w1, w2 = p.param((32, 128)), p.param((32, 128))
+    b = p.param((64,))
+    y = p.linear(x, p.cat([w1, w2], 0), b)
+    assert predict(p, [y]).kernels == 3  # two param copies + the linear
+    assert predict(p, [y], CostModel(frozen_params=True)).kernels == 1
+
+
+def test_fusion_never_creates_a_cycle_through_a_matmul():
+    p = Program()
+    x = p.input((64, 128))
+    w, b = p.param((128, 128)), p.param((128,))
+    h = p.unary("relu", x)
+    y = p.binary("add", p.linear(h, w, b), h)  # same shape as h, but depends on it through the linear
+    assert predict(p, [y, h]).generated == 2
+
+
+def test_node_cost_charges_extern_fully_and_pointwise_a_share():
+    p = Program()
+    x = p.input((64, 128))
+    w, b = p.param((128, 128)), p.param((128,))
+    r, lin = p.unary("relu", x), p.linear(x, w, b)
+    view = view_of(p)
+    cost = {view.nodes[n].ctor: M.node_cost(view.nodes[n], view) for c in roots_of(view, [r, lin])
+            for n in view.classes[c]}
+    assert 0 < cost["Unary"] < M.alpha < cost["Linear"]

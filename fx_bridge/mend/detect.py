@@ -1,0 +1,100 @@
+"""Detect graph breaks with Dynamo itself and classify each one by registry code and AST node.
+
+The break count is `graphs - 1` from a counting backend (the same metric explain derives), kept
+next to explain's own count because explain under-reports (whole-frame fallback gives -1).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from fx_bridge.mend import dynamo_compat, runtime
+from fx_bridge.mend.rule_trap import is_validation_guard
+from fx_bridge.mend.source import enclosing_function, parse_file, statement_at
+
+DATA_DEPENDENT = "data-dependent control flow"
+SIDE_EFFECT = "print/logging/warnings"
+VALIDATION = "validation guard"
+SCALAR_READ = ".item()/.tolist()"
+DYNAMIC_SHAPE = "dynamic-shape op"
+OTHER = "other"
+
+_SIDE_EFFECT_CODES = {"GB0059", "GB0291", "GB0007"}
+_SCALAR_CODES = {"GB0124", "GB0109"}
+
+
+@dataclass
+class Site:
+    """A distinct break location (innermost user frame) and how often Dynamo hit it."""
+
+    filename: str
+    lineno: int
+    category: str
+    gb_code: str | None
+    gb_type: str
+    frames: list[tuple[str, int]]
+    hits: int = 1
+
+    @property
+    def where(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+
+@dataclass
+class Detection:
+    graphs: int
+    explain_breaks: int | None
+    sites: list[Site] = field(default_factory=list)
+    output: object = None
+
+    @property
+    def breaks(self) -> int:
+        return max(self.graphs - 1, 0)
+
+
+def _node_at(filename: str, lineno: int) -> ast.stmt | None:
+    tree = parse_file(filename)
+    func = enclosing_function(tree, lineno) if tree else None
+    return statement_at(func, lineno) if func else None
+
+
+def _line_text(filename: str, lineno: int) -> str:
+    node = _node_at(filename, lineno)
+    return ast.unparse(node) if node is not None and not isinstance(node, ast.If) else (
+        ast.unparse(node.test) if node is not None else "")
+
+
+def classify(raw: dynamo_compat.RawBreak) -> str:
+    text = raw.text
+    node = _node_at(raw.filename, raw.lineno)
+    if raw.gb_code in _SIDE_EFFECT_CODES and any(k in text for k in ("print", "logging", "warn")):
+        return SIDE_EFFECT
+    if raw.gb_code in _SCALAR_CODES or ".item()" in _line_text(raw.filename, raw.lineno) or "item()" in raw.gb_type:
+        return SCALAR_READ
+    if raw.gb_code == "GB0036" or "Dynamic shape operator" in raw.gb_type:
+        return DYNAMIC_SHAPE
+    if raw.gb_code == "GB0033" and ".tolist()" in _line_text(raw.filename, raw.lineno):
+        return SCALAR_READ
+    if raw.gb_code in {"GB0170", "GB0033"} or "Data-dependent branching" in raw.gb_type:
+        if node is not None and is_validation_guard(node):
+            return VALIDATION
+        return DATA_DEPENDENT if isinstance(node, (ast.If, ast.While)) else OTHER
+    return OTHER
+
+
+def detect(fn, args=(), kwargs=None, explain: bool = True) -> Detection:
+    """Compile `fn` once with a counting backend (deferred effects flushed) and classify its breaks."""
+    with runtime.boundary():
+        cap, output = dynamo_compat.capture(fn, args, kwargs)
+    sites: dict[tuple[str, int], Site] = {}
+    for raw in cap.breaks:
+        key = (raw.filename, raw.lineno)
+        if key in sites:
+            sites[key].hits += 1
+            continue
+        sites[key] = Site(raw.filename, raw.lineno, classify(raw), raw.gb_code, raw.gb_type, raw.frames)
+    explained = dynamo_compat.explain_break_count(fn, args, kwargs) if explain else None
+    if explain:
+        runtime.flush()
+    return Detection(cap.graphs, explained, list(sites.values()), output)

@@ -1,0 +1,70 @@
+"""detect -> plan -> apply in-process -> re-detect -> verify, as one call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fx_bridge.mend import runtime
+from fx_bridge.mend.detect import Detection, detect
+from fx_bridge.mend.inprocess import Patch
+from fx_bridge.mend.plan import Decision, plan
+from fx_bridge.mend.verify import compare
+
+
+@dataclass
+class MendReport:
+    before: Detection
+    after: Detection
+    decisions: list[Decision] = field(default_factory=list)
+    outputs_equal: bool = True
+    detail: str = ""
+    patch: Patch = field(default_factory=Patch)
+
+    @property
+    def applied(self) -> list[Decision]:
+        return [d for d in self.decisions if d.rule]
+
+
+def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> MendReport:
+    """Rewrite the fixable graph breaks `fn(*args, **kwargs)` hits, in the loaded modules.
+
+    Outputs of the compiled, mended program are compared bit for bit with the original eager
+    run; on any difference every rewrite is undone and the report says so. Call
+    `report.patch.undo()` to restore the original code.
+    """
+    kwargs = kwargs or {}
+    with runtime.boundary():
+        reference = fn(*args, **kwargs)
+    before = current = detect(fn, args, kwargs, explain=explain)
+    report = MendReport(before, before)
+    seen: set = set()
+    for _ in range(rounds):
+        fresh = [s for s in current.sites if (s.filename, s.lineno) not in seen]
+        seen |= {(s.filename, s.lineno) for s in fresh}
+        decisions = _dedupe(plan(fresh), report.decisions)
+        report.decisions += decisions
+        if not any(d.rule for d in decisions):
+            break
+        report.patch.apply(decisions)
+        current = detect(fn, args, kwargs, explain=explain)
+    report.after = current
+    report.outputs_equal, report.detail = compare(reference, current.output)
+    if not report.outputs_equal:
+        report.patch.undo()
+        for d in report.decisions:
+            if d.rule:
+                d.rule, d.reason = None, f"undone: outputs changed ({report.detail})"
+        report.after = detect(fn, args, kwargs, explain=explain)
+    return report
+
+
+def _dedupe(decisions: list[Decision], earlier: list[Decision]) -> list[Decision]:
+    """Several sites can resolve to one statement (a logger wrapper called from two places)."""
+    keys = {d.key for d in earlier if d.rule}
+    out = []
+    for d in decisions:
+        if d.rule and d.key in keys:
+            continue
+        keys.add(d.key)
+        out.append(d)
+    return out

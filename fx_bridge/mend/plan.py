@@ -1,0 +1,82 @@
+"""Decide, per break site, which statement to rewrite and how, or why it must be left alone."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from fx_bridge.mend.detect import SIDE_EFFECT, Site
+from fx_bridge.mend.predicate import Refuse
+from fx_bridge.mend.rule_defer import rewrite_defer
+from fx_bridge.mend.rule_trap import is_validation_guard, rewrite_trap
+from fx_bridge.mend.rule_where import rewrite_where
+from fx_bridge.mend.scope import Scope
+from fx_bridge.mend.source import enclosing_function, live_functions, parse_file, statement_at
+
+
+@dataclass
+class Decision:
+    site: Site
+    filename: str | None = None
+    func: ast.FunctionDef | None = None
+    stmt: ast.stmt | None = None
+    rule: str | None = None  # "where" | "trap" | "defer"; None = left alone
+    reason: str = ""
+    replacement: list[ast.stmt] | None = None
+
+    @property
+    def key(self) -> tuple[str, int, int] | None:
+        return (self.filename, self.stmt.lineno, self.stmt.col_offset) if self.stmt else None
+
+    def describe(self) -> str:
+        where = f"{self.filename}:{self.stmt.lineno}" if self.stmt else self.site.where
+        if self.rule:
+            return f"[{self.rule}] {where}: rewritten"
+        return f"[left alone] {where}: {self.reason}"
+
+
+def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
+    tree = parse_file(filename)
+    func = enclosing_function(tree, lineno) if tree else None
+    stmt = statement_at(func, lineno) if func else None
+    if stmt is None:
+        return Decision(site, reason=f"no Python source statement at {filename}:{lineno}")
+    decision = Decision(site, filename, func, stmt)
+    functions = live_functions(filename, func)
+    if not functions:
+        decision.reason = f"no loaded function object for `{func.name}`"
+        return decision
+    scope = Scope(func, functions[0].__code__, functions[0].__globals__)
+    try:
+        if isinstance(stmt, ast.If) and is_validation_guard(stmt):
+            decision.rule, decision.replacement = "trap", rewrite_trap(stmt, scope)
+        elif isinstance(stmt, ast.If):
+            decision.rule, decision.replacement = "where", rewrite_where(stmt, scope)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            decision.rule, decision.replacement = "defer", rewrite_defer(stmt, scope, filename)
+        else:
+            decision.reason = f"no rewrite rule for `{type(stmt).__name__}`"
+    except Refuse as why:
+        decision.rule, decision.reason = None, str(why)
+    for new in decision.replacement or []:
+        ast.fix_missing_locations(ast.copy_location(new, stmt))
+    return decision
+
+
+def plan(sites: list[Site]) -> list[Decision]:
+    """One decision per site; side effects are looked up the user stack (logger wrappers)."""
+    decisions = []
+    for site in sites:
+        frames = [(site.filename, site.lineno)] + [f for f in reversed(site.frames) if f != (site.filename, site.lineno)]
+        if site.category != SIDE_EFFECT:
+            frames = frames[:1]
+        first = None
+        for filename, lineno in frames:
+            decision = _try_frame(site, filename, lineno)
+            first = first or decision
+            if decision.rule:
+                break
+        else:
+            decision = first
+        decisions.append(decision)
+    return decisions

@@ -1,0 +1,59 @@
+"""[Defer] `print(...)`, `logger.<level>(...)`, `logging.<level>(...)`, `warnings.warn(...)` as a
+statement -> `__mend_rt__.defer(target, method, args, kwargs, where)`.
+
+Legal when: the callee is bound (module global or builtin, not shadowed by a local, closure or
+`global` rebinding) to the real print / a `logging.Logger` / the `logging` or `warnings` module.
+Arguments are still evaluated in place; only the call is buffered, with tensors cloned.
+`warnings.warn` keeps its original file:line attribution (`where`), so it is rewritten only
+without `stacklevel`/`source` (their attribution cannot be reconstructed after the fact).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import logging
+import warnings
+
+from fx_bridge.mend.predicate import Refuse, rt_call
+from fx_bridge.mend.scope import Scope
+
+LOGGER_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "fatal", "log",
+                  "warning_once", "info_once", "warning_advice"}
+LOGGING_FUNCTIONS = {"debug", "info", "warning", "warn", "error", "critical", "log"}
+
+
+def _target(func: ast.expr, scope: Scope) -> tuple[ast.expr, str | None, bool]:
+    """(receiver expression, method name or None, is_warnings_warn)."""
+    if isinstance(func, ast.Name):
+        if scope.denotes(func.id, builtins.print):
+            return func, None, False
+        if scope.denotes(func.id, warnings.warn):
+            return func, None, True
+        raise Refuse(f"`{func.id}` is not provably the builtin print / warnings.warn")
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        obj = scope.resolve(func.value.id)
+        if obj is warnings and func.attr == "warn":
+            return func, None, True
+        if obj is logging and func.attr in LOGGING_FUNCTIONS:
+            return func.value, func.attr, False
+        if isinstance(obj, (logging.Logger, logging.LoggerAdapter)) and func.attr in LOGGER_METHODS:
+            return func.value, func.attr, False
+    raise Refuse(f"callee `{ast.unparse(func)}` is not provably print/logging/warnings")
+
+
+def rewrite_defer(node: ast.Expr, scope: Scope, filename: str) -> list[ast.stmt]:
+    call = node.value
+    receiver, method, is_warn = _target(call.func, scope)
+    where: ast.expr = ast.Constant(None)
+    if is_warn:
+        if len(call.args) > 2 or {k.arg for k in call.keywords} - {"message", "category"}:
+            raise Refuse("warnings.warn with stacklevel/source: its attribution cannot be preserved")
+        portable = scope.resolve("__file__") == filename and scope.is_global_value("__name__")
+        file_node = ast.Name("__file__", ast.Load()) if portable else ast.Constant(filename)
+        module_node = ast.Name("__name__", ast.Load()) if portable else ast.Constant(scope.globs.get("__name__"))
+        where = ast.Tuple([file_node, ast.Constant(call.lineno), module_node], ast.Load())
+    args = ast.Tuple(list(call.args), ast.Load())
+    kwargs = ast.Dict([k.arg and ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])
+    method_node = ast.Constant(method)
+    return [ast.Expr(rt_call("defer", receiver, method_node, args, kwargs, where))]

@@ -1,0 +1,182 @@
+"""Helpers that mended code calls (`__mend_rt__.select(...)` etc.).
+
+Each helper has two faces: run eagerly it does exactly what the original code did; traced by Dynamo
+it takes the graph-friendly path (torch.where, a buffered effect, an in-graph assertion) only when a
+trace-time check on tensor metadata shows the result is the same, and otherwise falls back to the
+original Python (which breaks the graph, but never changes the answer).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import re
+import sys
+import warnings
+
+import torch
+
+from fx_bridge.mend import dynamo_compat
+
+# ---------------------------------------------------------------- predicated control flow
+
+
+def _is_scalar_tensor(value) -> bool:
+    return isinstance(value, torch.Tensor) and value.numel() == 1
+
+
+def _same_meta(a, b) -> bool:
+    return (
+        isinstance(a, torch.Tensor)
+        and isinstance(b, torch.Tensor)
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+        and a.device == b.device
+        and a.requires_grad == b.requires_grad
+    )
+
+
+def select(cond, if_true, if_false):
+    """`if_true if cond else if_false`, as `torch.where` when cond is a 1-element tensor and both
+    values are tensors with identical metadata (so the choice is bit-identical)."""
+    if _is_scalar_tensor(cond) and _same_meta(if_true, if_false) and cond.device == if_true.device:
+        return torch.where(cond.reshape(()).bool(), if_true, if_false)
+    return if_true if cond else if_false
+
+
+def pnot(value):
+    """`not value`, kept a tensor for 1-element tensors."""
+    if _is_scalar_tensor(value):
+        return torch.logical_not(value.reshape(()).bool())
+    return not value
+
+
+def pand(left, right):
+    """`left and right` on already-evaluated operands (the caller proved `right` is safe to evaluate)."""
+    if _is_scalar_tensor(left) and _is_scalar_tensor(right):
+        return torch.logical_and(left.reshape(()).bool(), right.reshape(()).bool())
+    return left and right
+
+
+def por(left, right):
+    """`left or right` on already-evaluated operands (the caller proved `right` is safe to evaluate)."""
+    if _is_scalar_tensor(left) and _is_scalar_tensor(right):
+        return torch.logical_or(left.reshape(()).bool(), right.reshape(()).bool())
+    return left or right
+
+
+def tensor_equal(a, b):
+    """`torch.equal(a, b)` as a 0-d tensor when shapes, dtypes and devices match statically."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape:
+            return False
+        if a.dtype == b.dtype and a.device == b.device:
+            return (a == b).all()
+    return torch.equal(a, b)
+
+
+# ---------------------------------------------------------------- deferred side effects
+
+_pending: list[tuple] = []
+
+
+def _snapshot(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, tuple):
+        return tuple(_snapshot(v) for v in value)
+    if isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value
+
+
+def _emit(target, method, args, kwargs, where):
+    if where is not None:  # warnings.warn: keep the original file:line attribution and registry
+        message, category = _warn_args(args, kwargs)
+        filename, lineno, module = where
+        registry = vars(sys.modules[module]).setdefault("__warningregistry__", {}) if module in sys.modules else None
+        warnings.warn_explicit(message, category, filename, lineno, module, registry)
+        return
+    (getattr(target, method) if method else target)(*args, **kwargs)
+
+
+def _warn_args(args, kwargs):
+    message = args[0] if args else kwargs["message"]
+    category = args[1] if len(args) > 1 else kwargs.get("category")
+    if category is None:
+        category = message.__class__ if isinstance(message, Warning) else UserWarning
+    return message, category
+
+
+def defer(target, method, args, kwargs, where=None):
+    """Call `target.method(*args, **kwargs)` (or `target(...)` when method is None).
+
+    Eagerly it runs now (after emitting anything still buffered, to keep the order). Under
+    Dynamo it appends a snapshot to a buffer, a side effect Dynamo replays after the graph;
+    `flush()` emits the buffer in order. `where` = (file, line, module) for `warnings.warn`.
+    """
+    if torch.compiler.is_compiling():
+        _pending.append((target, method, _snapshot(args), _snapshot(kwargs), where))
+        return
+    flush()
+    _emit(target, method, args, kwargs, where)
+
+
+def flush() -> None:
+    """Emit buffered side effects in program order."""
+    while _pending:
+        _emit(*_pending.pop(0))
+
+
+# ---------------------------------------------------------------- predicated validation
+
+_TRAP = re.compile(r"\[\[mend-trap (\w+)\]\](.*?)\[\[/mend-trap\]\]", re.S)
+
+
+def trap(cond, exc_type, message):
+    """`if cond: raise exc_type(message)`; traced, an in-graph assertion carrying type and message."""
+    if torch.compiler.is_compiling() and _is_scalar_tensor(cond):
+        tagged = f"[[mend-trap {exc_type.__name__}]]{message}[[/mend-trap]]"
+        dynamo_compat.assert_async(torch.logical_not(cond.reshape(()).bool()), tagged)
+        return
+    if cond:
+        raise exc_type(message)
+
+
+def restored_exception(err: BaseException) -> BaseException:
+    """The exception the original code raised, for a failed in-graph assertion (else `err`)."""
+    match = _TRAP.search(str(err))
+    exc_type = getattr(builtins, match.group(1), None) if match else None
+    if isinstance(exc_type, type) and issubclass(exc_type, Exception):
+        return exc_type(match.group(2))
+    return err
+
+
+@contextlib.contextmanager
+def boundary():
+    """Wrap a compiled call: flush deferred effects (also on error) and restore trap exceptions."""
+    try:
+        yield
+    except Exception as err:
+        flush()
+        restored = restored_exception(err)
+        if restored is err:
+            raise
+        raise restored from err
+    flush()
+
+
+def compile(model, **compile_kwargs):
+    """`torch.compile(model)` whose every call runs inside `boundary()`."""
+    compiled = torch.compile(model, **compile_kwargs)
+
+    @functools.wraps(getattr(model, "forward", model))
+    def call(*args, **kwargs):
+        with boundary():
+            return compiled(*args, **kwargs)
+
+    call.compiled = compiled
+    return call

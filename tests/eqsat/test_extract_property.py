@@ -1,0 +1,77 @@
+"""Property: over random programs and random rewrites, extraction is never costlier than the input."""
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rules.library as library
+from eqsat.cost import CostModel
+from eqsat.extract import extract, is_acyclic, is_complete, translate_choice
+from eqsat.rule import Rule
+from eqsat_graphs import Program, input_choice, roots_of, view_of
+
+EXTRA_RULES = [
+    Rule("relu_idem", "algebra", "relu(relu(x)) = relu(x)",
+         ('(rewrite (Unary "relu" (Unary "relu" x)) (Unary "relu" x))',)),
+    Rule("cat_of_split", "algebra", "cat(split(x, [a, b], d), d) = x",
+         ("(rewrite (Cat (TCons (Get (Split x s d) 0) (TCons (Get (Split x s d) 1) (TNil))) d) x"
+          " :when ((= 2 (vec-length s))))",)),
+    Rule("relu_of_cat", "algebra", "relu(cat(a, b)) = cat(relu(a), relu(b))",
+         ('(rewrite (Unary "relu" (Cat (TCons a (TCons b (TNil))) d))'
+          ' (Cat (TCons (Unary "relu" a) (TCons (Unary "relu" b) (TNil))) d))',)),
+]
+RULES = library.select() + EXTRA_RULES
+
+step = st.tuples(st.sampled_from(["relu", "exp", "add", "linear", "split_cat", "sum", "cat"]),
+                 st.integers(0, 10), st.integers(0, 10))
+
+
+def random_program(steps):
+    """Tensors of one shape so every op applies; linears that share an input get a fused union."""
+    p = Program()
+    vals = [p.input((32, 64)), p.input((32, 64))]
+    unions, lin_by_input = [], {}
+    for op, i, j in steps:
+        a, b = vals[i % len(vals)], vals[j % len(vals)]
+        if op in ("relu", "exp"):
+            vals.append(p.unary(op, a))
+        elif op == "add":
+            vals.append(p.binary("add", a, b))
+        elif op == "linear":
+            w, bias = p.param((64, 64)), p.param((64,))
+            vals.append(p.linear(a, w, bias))
+            lin_by_input.setdefault(a, []).append((vals[-1], w, bias))
+        elif op == "split_cat":
+            vals.append(p.cat(p.split(a, [16, 48], 1), 1))
+        elif op == "sum":
+            vals.append(p.binary("add", a, p.sum(a, 1)))
+            p.shapes[vals[-1]] = (32, 64)
+        else:
+            halves = p.split(p.cat([a, b], 1), [64, 64], 1)
+            vals.append(p.unary("relu", halves[0]))
+    for x, lins in lin_by_input.items():
+        if len(lins) >= 2:
+            (l1, w1, b1), (l2, w2, b2) = lins[:2]
+            fused = p.linear(x, p.cat([w1, w2], 0), p.cat([b1, b2], 0))
+            g1, g2 = p.split(fused, [64, 64], 1)
+            unions += [f"(union {l1} {g1})", f"(union {l2} {g2})"]
+    return p, vals[2:] or vals, unions
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(step, min_size=1, max_size=12),
+       rule_mask=st.lists(st.booleans(), min_size=len(RULES), max_size=len(RULES)),
+       frozen=st.booleans(), beta=st.sampled_from([1e-6, 1e-4, 1e-2]))
+def test_extraction_never_costlier_than_input(steps, rule_mask, frozen, beta):
+    p, outs, unions = random_program(steps)
+    outs = outs[-3:]
+    model = CostModel(alpha=5.0, beta=beta, frozen_params=frozen)
+    before = view_of(p)
+    original = input_choice(before, roots_of(before, outs))
+    cost_in = model.program_cost(before, original, roots_of(before, outs)).cost
+    rules = [r for r, on in zip(RULES, rule_mask) if on]
+    view = view_of(p, rules, unions)
+    roots = roots_of(view, outs)
+    res = extract(view, roots, model, time_limit=2.0, original=translate_choice(before, original, view))
+    assert is_acyclic(view, roots, res.choice) and is_complete(view, roots, res.choice)
+    assert res.cost == model.program_cost(view, res.choice, roots).cost
+    assert res.cost <= cost_in
+    assert res.extractor == "input" or res.cost < cost_in

@@ -1,0 +1,74 @@
+"""DAG-aware extraction: shared classes paid once, cycles broken, deep graphs without recursion."""
+import sys
+
+from eqsat.cost import CostModel
+from eqsat.extract import bottom_up, extract, is_acyclic, is_complete, translate_choice
+from eqsat_graphs import Program, input_choice, roots_of, view_of
+
+FROZEN = CostModel(frozen_params=True)
+
+
+def two_linears_with_fused_form():
+    """relu(x@w1+b1), relu(x@w2+b2), each linear unioned with a piece of one fused linear."""
+    p = Program()
+    x = p.input((512, 256))
+    w1, w2, b1, b2 = p.param((256, 256)), p.param((256, 256)), p.param((256,)), p.param((256,))
+    l1, l2 = p.linear(x, w1, b1), p.linear(x, w2, b2)
+    outs = [p.unary("relu", l1), p.unary("relu", l2)]
+    fused = p.linear(x, p.cat([w1, w2], 0), p.cat([b1, b2], 0))
+    g1, g2 = p.split(fused, [256, 256], 1)
+    return p, outs, [f"(union {l1} {g1})", f"(union {l2} {g2})"]
+
+
+def test_fused_linear_wins_under_dag_cost_but_not_tree_cost():
+    p, outs, unions = two_linears_with_fused_form()
+    view = view_of(p, extra=unions)
+    roots = roots_of(view, outs)
+    tree = bottom_up(view, roots, FROZEN.node_cost)
+    assert sum(view.nodes[n].ctor == "Linear" for n in tree.values()) == 2
+    res = extract(view, roots, FROZEN)
+    linears = [view.nodes[n] for n in res.choice.values() if view.nodes[n].ctor == "Linear"]
+    assert res.extractor == "ilp" and res.ilp_status == "optimal"
+    assert len(linears) == 1 and res.after.extern == 1
+    assert res.cost < FROZEN.program_cost(view, tree, roots).cost
+    assert is_acyclic(view, roots, res.choice) and is_complete(view, roots, res.choice)
+
+
+def test_input_program_is_kept_when_nothing_is_cheaper():
+    p, outs, unions = two_linears_with_fused_form()
+    before = view_of(p)
+    original = input_choice(before, roots_of(before, outs))
+    view = view_of(p, extra=unions)
+    roots = roots_of(view, outs)
+    training = CostModel(alpha=1.0, beta=1e-3)  # weight cats are runtime copies: fusing does not pay
+    res = extract(view, roots, training, original=translate_choice(before, original, view))
+    assert res.extractor == "input" and not res.improved
+    assert res.cost == training.program_cost(before, original, roots_of(before, outs)).cost
+
+
+def test_cycles_in_the_egraph_are_broken():
+    p = Program()
+    x = p.input((64, 64))
+    a = p.unary("relu", x)
+    b = p.unary("neg", a)
+    c = p.unary("neg", b)
+    out = p.unary("exp", a)
+    view = view_of(p, extra=[f"(union {c} {a})"])  # a = neg(neg(a)): a two-class cycle
+    roots = roots_of(view, [out])
+    res = extract(view, roots, CostModel())
+    assert is_acyclic(view, roots, res.choice) and is_complete(view, roots, res.choice)
+    assert sorted(view.nodes[n].ctor for n in res.choice.values()) == ["Input", "Unary", "Unary"]
+
+
+def test_deep_residual_graph_has_no_recursion_or_overflow():
+    p = Program()
+    x = p.input((8, 16))
+    for _ in range(2000):
+        x = p.binary("add", x, p.unary("relu", x))
+    view = view_of(p)
+    roots = roots_of(view, [x])
+    limit = sys.getrecursionlimit()
+    res = extract(view, roots, CostModel(), time_limit=5.0)
+    assert sys.getrecursionlimit() == limit
+    assert len(res.choice) == 4001 and is_acyclic(view, roots, res.choice)
+    assert res.cost < float("inf") and res.after.kernels == 1

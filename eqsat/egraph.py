@@ -7,6 +7,7 @@ at a time (parsing one giant program exhausts memory; one command per FX node is
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -14,6 +15,11 @@ from typing import Iterable
 import egglog.bindings as bindings
 
 from .rule import Rule, rule_of_tag
+
+# egglog logs every command at INFO; keep it quiet unless the user configured it.
+for _name in ("egglog", "egglog.egraph"):
+    if logging.getLogger(_name).level == logging.NOTSET:
+        logging.getLogger(_name).setLevel(logging.WARNING)
 from .schema import SHAPE_RULESET, SORTS
 
 

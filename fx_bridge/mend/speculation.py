@@ -20,6 +20,7 @@ _TOTAL_UNARY = {"isinf", "isnan", "isfinite", "isneginf", "isposinf", "logical_n
                 "zeros_like", "ones_like", "clone", "detach", "sum"}
 _CLAMPS = {"clamp", "clip"}
 _REDUCTIONS = {"sum", "any", "all", "max", "min", "mean", "amax", "amin", "prod", "norm"}
+_CHAIN = _REDUCTIONS | _TOTAL_UNARY | {"abs", "neg", "float", "flatten"}
 _ORDER = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _TENSOR_META = {"dtype", "shape", "device", "ndim", "is_floating_point"}
 _FINFO_FIELDS = {"max", "min", "eps", "tiny", "resolution", "smallest_normal", "bits"}
@@ -63,8 +64,12 @@ def tensor_names(expr: ast.expr, scope: Scope) -> set[str]:
         func = node.func
         if _is_torch_attr(func, scope, _TOTAL_UNARY | _CLAMPS) and node.args and isinstance(node.args[0], ast.Name):
             names.add(node.args[0].id)
-        elif isinstance(func, ast.Attribute) and func.attr in _REDUCTIONS and isinstance(func.value, ast.Name):
-            names.add(func.value.id)
+        elif isinstance(func, ast.Attribute) and func.attr in _REDUCTIONS:
+            root = func.value  # walk `n.abs().isinf()...` back to `n`
+            while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _CHAIN:
+                root = root.func.value
+            if isinstance(root, ast.Name):
+                names.add(root.id)
     return names
 
 

@@ -1,0 +1,83 @@
+"""``torch.compile(model, backend="eqsat")``: optimize the Dynamo graph, then hand it to Inductor.
+
+The backend never breaks a compile Inductor alone would finish: any failure of ours (unsupported
+graph, internal error, budget, validation mismatch, Inductor rejecting our graph) logs a warning on
+the ``eqsat`` logger and compiles the original graph instead.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Sequence
+
+import torch
+
+from . import torch_compat
+from .lower import Unsupported
+from .optimize import Options, optimize
+from .report import Report
+
+log = logging.getLogger("eqsat")
+
+
+class EqsatBackend:
+    """A configured backend; ``reports`` collects one :class:`Report` per graph it saw."""
+
+    def __init__(self, **options: Any):
+        self.options = Options.of(options)
+        self.reports: list[Report] = []
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+        opts = self.options
+        if kwargs.get("options"):
+            opts = Options.of({**_fields(self.options), **kwargs["options"]})
+        new_gm, report = optimize_or_keep(gm, example_inputs, opts)
+        self.reports.append(report)
+        compile_fx = torch_compat.compile_fx()
+        if new_gm is gm:
+            return compile_fx(gm, example_inputs)
+        try:
+            return compile_fx(new_gm, example_inputs)
+        except Exception as e:  # Inductor rejected our graph: the original must still compile
+            log.warning("eqsat: Inductor failed on the optimized graph (%s: %s); compiling the original",
+                        type(e).__name__, e)
+            report.skipped = f"inductor failed on optimized graph: {type(e).__name__}"
+            return compile_fx(gm, example_inputs)
+
+
+def _fields(opts: Options) -> dict:
+    return {k: getattr(opts, k) for k in opts.__dataclass_fields__}
+
+
+def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                     options: Options) -> tuple[torch.fx.GraphModule, Report]:
+    """``optimize``, or the original graph and a report saying why it was kept."""
+    try:
+        new_gm, report = optimize(gm, example_inputs, options)
+        log.info("%s", report.summary())
+        return new_gm, report
+    except Unsupported as e:
+        report = Report(graph_nodes=len(gm.graph.nodes), skipped=str(e))
+        log.warning("eqsat: skipped a graph of %d nodes: %s", report.graph_nodes, e)
+    except Exception as e:  # never break a compile over our own bug
+        report = Report(graph_nodes=len(gm.graph.nodes), skipped=f"internal error: {type(e).__name__}: {e}")
+        log.warning("eqsat: internal error, keeping the original graph: %s: %s", type(e).__name__, e,
+                    exc_info=log.isEnabledFor(logging.DEBUG))
+    return gm, report
+
+
+def eqsat_backend(**options: Any) -> EqsatBackend:
+    """A backend with options: ``torch.compile(m, backend=eqsat_backend(validate=True))``."""
+    return EqsatBackend(**options)
+
+
+_default = EqsatBackend()
+
+
+def eqsat_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+    """The registered ``"eqsat"`` backend (entry point ``torch_dynamo_backends``)."""
+    return _default(gm, example_inputs, **kwargs)
+
+
+def last_reports() -> list[Report]:
+    """Reports of graphs compiled with ``backend="eqsat"`` (the shared default backend)."""
+    return _default.reports

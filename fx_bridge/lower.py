@@ -1,0 +1,707 @@
+"""FX graph → egglog terms: one ``let`` per node, shape/dtype/nid facts, unknown ops as ``Opaque``.
+
+Every spelling of an op lowers to one canonical term (negative dims normalised, split sizes and view
+shapes resolved from the recorded fake values), so rules match syntactically. What we do not know
+becomes ``Opaque`` and round-trips exactly. Graphs we cannot prove safe to rewrite (mutation,
+symbolic shapes, non-tensor values we cannot fold) raise :class:`Unsupported`, and the caller keeps the
+original graph.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.fx.node import map_aggregate
+
+from . import torch_compat
+from .targets import INPLACE_OPERATORS, canonical_name, target_label
+from .terms import IVec, KeyTable, Ref, Term, TList, render
+
+from eqsat.ops import BINARY, TERNARY, UNARY
+
+UNARY_NAMES = {op.name for op in UNARY}
+BINARY_NAMES = {op.name for op in BINARY}
+TERNARY_NAMES = {op.name for op in TERNARY}
+
+# Non-tensor parameters of pointwise ops in positional order, and the defaults a key leaves out.
+PW_PARAMS: dict[str, tuple[str, ...]] = {
+    "add": ("alpha",), "sub": ("alpha",), "rsub": ("alpha",), "div": ("rounding_mode",),
+    "clamp": ("min", "max"), "hardtanh": ("min_val", "max_val", "inplace"),
+    "leaky_relu": ("negative_slope", "inplace"), "elu": ("alpha", "inplace"), "celu": ("alpha", "inplace"),
+    "selu": ("inplace",), "gelu": ("approximate",), "softplus": ("beta", "threshold"),
+    "nan_to_num": ("nan", "posinf", "neginf"), "round": ("decimals",), "logit": ("eps",),
+    "relu": ("inplace",), "relu6": ("inplace",), "silu": ("inplace",), "mish": ("inplace",),
+    "hardsigmoid": ("inplace",), "hardswish": ("inplace",), "addcmul": ("value",), "addcdiv": ("value",),
+}
+PW_DEFAULTS = {"alpha": 1, "rounding_mode": None, "inplace": False, "approximate": "none", "min": None,
+               "max": None, "value": 1, "decimals": 0, "eps": None}
+
+RANDOM_NAMES = {
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rand",
+    "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial",
+    "normal", "poisson", "native_dropout",
+}
+
+
+TUPLE_CTORS = {"Split", "Opaque"}
+
+
+class Unsupported(Exception):
+    """The graph is outside what the optimizer can rewrite safely; the reason says why."""
+
+
+@dataclass
+class TupleVal:
+    """A multi-output value: ``piece(i)`` is the Ref of output i (bound lazily)."""
+
+    piece: Callable[[int], Ref]
+    n: int
+    tup: Ref  # the TTuple term the pieces are read from
+
+
+@dataclass
+class OpaqueSpec:
+    """How to rebuild an opaque node: its FX op and target, args with tensor slots, output kind."""
+
+    op: str
+    target: Any
+    args: tuple
+    kwargs: dict
+    out: str  # "tensor" | "tuple" | "none"
+    label: str
+
+
+@dataclass
+class Slot:
+    index: int
+
+
+@dataclass
+class Lowered:
+    gm: torch.fx.GraphModule
+    commands: list[str] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)           # lets the program must produce
+    output: Any = None                                       # output structure with Ref/const leaves
+    node_of_let: dict[str, torch.fx.Node] = field(default_factory=dict)
+    originals: dict[str, Term] = field(default_factory=dict)
+    keys: KeyTable = field(default_factory=KeyTable)
+    opaque: dict[str, OpaqueSpec] = field(default_factory=dict)
+    placeholders: list[torch.fx.Node] = field(default_factory=list)
+    shapes: dict[str, tuple] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
+    params: set[str] = field(default_factory=set)
+    values: dict[torch.fx.Node, Any] = field(default_factory=dict)  # FX node → Ref/TupleVal/const
+
+    @property
+    def num_terms(self) -> int:
+        return len(self.originals)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _norm_dim(d: int, rank: int) -> int:
+    if not -max(rank, 1) <= d < max(rank, 1):
+        raise Unsupported(f"dim {d} out of range for rank {rank}")
+    return d % rank if rank else 0
+
+
+class _Lowerer:
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]):
+        self.gm = gm
+        self.out = Lowered(gm)
+        self.example_inputs = list(example_inputs)
+        self.values: dict[torch.fx.Node, Any] = self.out.values
+        self.node_index: dict[torch.fx.Node, int] = {}
+        self.current: torch.fx.Node | None = None
+        self._count = 0
+        self._memo: dict[str, Ref] = {}
+
+    # -- emitting --------------------------------------------------------------------------------
+    def emit(self, term: Term, shape: Sequence[int] | None = None, dtype: str | None = None) -> Ref:
+        """Bind a term with ``let`` (hash-consed: the same term text gives the same Ref)."""
+        text = render(term)
+        if text in self._memo:
+            return self._memo[text]
+        self._count += 1
+        ref = Ref(f"$t{self._count}")
+        self._memo[text] = ref
+        self.out.commands.append(f"(let {ref.let} {text})")
+        self.out.originals[ref.let] = term
+        if shape is not None:
+            self.set_facts(ref, tuple(int(s) for s in shape), dtype)
+        if term.ctor not in TUPLE_CTORS and self.current in self.node_index:
+            self.out.commands.append(f"(set (nid {ref.let}) {self.node_index[self.current]})")
+        return ref
+
+    def set_facts(self, ref: Ref, shape: tuple, dtype: str | None) -> None:
+        if ref.let in self.out.shapes:
+            return
+        self.out.shapes[ref.let] = shape
+        self.out.commands.append(f"(set (shape {ref.let}) {render(IVec(shape))})")
+        if dtype is not None:
+            self.out.dtypes[ref.let] = dtype
+            self.out.commands.append(f'(set (dtype {ref.let}) "{dtype}")')
+
+    def shape(self, ref: Ref) -> tuple:
+        try:
+            return self.out.shapes[ref.let]
+        except KeyError:
+            raise Unsupported(f"no static shape for {ref.let}") from None
+
+    def scalar(self, v: Any) -> Ref:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if not isinstance(v, bool):
+                raise Unsupported(f"operand {v!r} is neither a tensor nor a number")
+        return self.emit(Term("Scalar", (repr(v),)), (), "scalar")
+
+    def none(self) -> Ref:
+        return self.emit(Term("NoneT", ()), (), "scalar")
+
+    def operand(self, v: Any) -> Ref:
+        if isinstance(v, Ref):
+            return v
+        return self.scalar(v)
+
+    # -- driver ----------------------------------------------------------------------------------
+    def run(self) -> Lowered:
+        nodes = list(self.gm.graph.nodes)
+        if any(torch_compat.node_value(n) is None and n.op not in ("output",) for n in nodes
+               if n.op != "output" and n.users):
+            torch_compat.propagate_fake(self.gm, self.example_inputs)
+        self.check_supported(nodes)
+        for i, n in enumerate(nodes):
+            self.node_index[n] = i
+        placeholder_i = 0
+        for n in nodes:
+            self.current = n
+            if n.op == "placeholder":
+                self.out.placeholders.append(n)
+                example = self.example_inputs[placeholder_i] if placeholder_i < len(self.example_inputs) else None
+                placeholder_i += 1
+                self.values[n] = self.source(n, "Input", isinstance(example, torch.nn.Parameter))
+            elif n.op == "get_attr":
+                self.values[n] = self.source(n, "Param", True)
+            elif n.op == "output":
+                self.lower_output(n)
+            else:
+                self.values[n] = self.lower_call(n)
+                self.bind_node(n)
+        return self.out
+
+    def source(self, n: torch.fx.Node, ctor: str, is_param: bool) -> Any:
+        val = torch_compat.node_value(n)
+        if not isinstance(val, torch.Tensor):
+            if val is None or isinstance(val, (int, float, bool)):
+                return val
+            raise Unsupported(f"input {n.name} is a {type(val).__name__}")
+        ref = self.emit(Term(ctor, (n.target if ctor == "Param" else n.name,)),
+                        tuple(val.shape), dtype_name(val.dtype))
+        if is_param:
+            self.out.params.add(ref.let)
+            self.out.commands.append(f"(IsParam {ref.let})")
+        self.out.node_of_let.setdefault(ref.let, n)
+        return ref
+
+    def bind_node(self, n: torch.fx.Node) -> None:
+        """Attach the node's recorded shape to its term and remember which node it was."""
+        v = self.values[n]
+        val = torch_compat.node_value(n)
+        if isinstance(v, Ref) and isinstance(val, torch.Tensor):
+            self.set_facts(v, tuple(val.shape), dtype_name(val.dtype))
+            self.out.node_of_let.setdefault(v.let, n)
+
+    def check_supported(self, nodes: list[torch.fx.Node]) -> None:
+        for n in nodes:
+            val = torch_compat.node_value(n)
+            leaves: list = []
+            map_aggregate(val, leaves.append)
+            for leaf in leaves:
+                if torch_compat.is_symbolic(leaf) or (
+                        isinstance(leaf, torch.Tensor) and any(torch_compat.is_symbolic(s) for s in leaf.shape)):
+                    raise Unsupported(f"symbolic shape at {n.name}")
+            if n.op in ("call_function", "call_method") and self.is_mutation(n):
+                raise Unsupported(f"mutation at {n.name} ({target_label(n)})")
+
+    @staticmethod
+    def is_mutation(n: torch.fx.Node) -> bool:
+        if n.kwargs.get("inplace") is True or "out" in n.kwargs:
+            return True
+        if n.op == "call_function" and (n.target in INPLACE_OPERATORS or torch_compat.aten_schema_is_mutable(n.target)):
+            return True
+        name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
+        return isinstance(name, str) and name.endswith("_") and not name.endswith("__")
+
+    def lower_output(self, n: torch.fx.Node) -> None:
+        def leaf(x):
+            if isinstance(x, torch.fx.Node):
+                v = self.values[x]
+                if isinstance(v, TupleVal):
+                    v = tuple(v.piece(i) for i in range(v.n))
+                    self.out.roots.extend(r.let for r in v)
+                elif isinstance(v, Ref):
+                    self.out.roots.append(v.let)
+                return v
+            return x
+
+        self.out.output = map_aggregate(n.args[0], leaf)
+
+    # -- calls -----------------------------------------------------------------------------------
+    def lower_call(self, n: torch.fx.Node) -> Any:
+        val = torch_compat.node_value(n)
+        name = canonical_name(n)
+        if isinstance(val, (int, float, bool)) and not isinstance(val, torch.Tensor) and name in (
+                "size", "dim", "numel", "add", "sub", "mul", "floor_divide", "getitem", "div"):
+            return val  # static shape arithmetic: folded into its consumers
+        args = map_aggregate(n.args, self.value_of)
+        kwargs = map_aggregate(dict(n.kwargs), self.value_of)
+        if name is not None and not self.is_random(n, name):
+            handler = HANDLERS.get(name)
+            if handler is None and name in UNARY_NAMES | BINARY_NAMES | TERNARY_NAMES:
+                handler = _pointwise
+            if handler is not None:
+                result = handler(self, n, name, args, kwargs)
+                if result is not NotImplemented:
+                    return result
+        return self.opaque(n, args, kwargs)
+
+    def value_of(self, x: Any) -> Any:
+        if isinstance(x, torch.fx.Node):
+            return self.values[x]
+        return x
+
+    def is_random(self, n: torch.fx.Node, name: str) -> bool:
+        if name == "dropout":
+            p = _arg(n.args, n.kwargs, 1, "p", 0.5)
+            training = _arg(n.args, n.kwargs, 2, "training", n.op == "call_function")
+            return bool(training) and p != 0
+        return name in RANDOM_NAMES
+
+    def opaque(self, n: torch.fx.Node, args: Any, kwargs: Any) -> Any:
+        val = torch_compat.node_value(n)
+        tensors: list[Ref] = []
+
+        def slot(x):
+            if isinstance(x, TupleVal):
+                return tuple(slot(x.piece(i)) for i in range(x.n))
+            if isinstance(x, Ref):
+                tensors.append(x)
+                return Slot(len(tensors) - 1)
+            return x
+
+        t_args = map_aggregate(args, slot)
+        t_kwargs = map_aggregate(kwargs, slot)
+        if isinstance(val, torch.Tensor):
+            out = "tensor"
+        elif isinstance(val, (tuple, list)) and val and all(isinstance(v, torch.Tensor) for v in val):
+            out = "tuple"
+        elif val is None and not n.users:
+            out = "none"
+        else:
+            raise Unsupported(f"{n.name} ({target_label(n)}) returns {type(val).__name__}")
+        label = target_label(n)
+        effectful = (self.is_random(n, canonical_name(n) or "") or out == "none"
+                     or torch_compat.aten_is_random(n.target) or label.split(".")[-1] in RANDOM_NAMES)
+        ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if effectful else "")
+        key = self.out.keys.key(f"op:{label}", {"sig": ident})
+        self.out.opaque.setdefault(key, OpaqueSpec(n.op, n.target, t_args, t_kwargs, out, label))
+        tup = self.emit(Term("Opaque", (key, TList(tuple(tensors)))))
+        self.out.node_of_let.setdefault(tup.let, n)
+        if effectful:
+            self.out.roots.append(tup.let)
+        if out == "tensor":
+            return self.emit(Term("Get", (tup, 0)))
+        if out == "tuple":
+            k = len(val)
+            return TupleVal(lambda i: self.emit(Term("Get", (tup, _norm_dim(i, k)))), k, tup)
+        return None
+
+
+def _arg(args: Sequence, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
+    if len(args) > pos:
+        return args[pos]
+    return kwargs.get(name, default)
+
+
+def _varargs(args: Sequence, start: int) -> list:
+    """``x.view(2, 3)`` and ``x.view((2, 3))`` both give [2, 3]."""
+    rest = list(args[start:])
+    if len(rest) == 1 and isinstance(rest[0], (list, tuple, torch.Size)):
+        return list(rest[0])
+    return rest
+
+
+def _out_meta(n: torch.fx.Node) -> tuple[tuple, str]:
+    val = torch_compat.node_value(n)
+    return tuple(val.shape), dtype_name(val.dtype)
+
+
+# -- handlers: (lowerer, node, name, args, kwargs) → value; NotImplemented → opaque ----------------
+def _pointwise(lw: _Lowerer, n, name, args, kwargs):
+    arity = 1 if name in UNARY_NAMES else 2 if name in BINARY_NAMES else 3
+    if len(args) < arity:
+        operands = list(args) + [kwargs.pop(k) for k in ("other", "exponent", "end", "weight") if k in kwargs]
+        operands += [kwargs.pop(k) for k in ("input", "self") if k in kwargs]
+        if len(operands) < arity:
+            return NotImplemented
+        args, rest = tuple(operands[:arity]), ()
+    else:
+        args, rest = tuple(args[:arity]), tuple(args[arity:])
+    params = PW_PARAMS.get(name, ())
+    if len(rest) > len(params):
+        return NotImplemented
+    attrs = dict(zip(params, rest))
+    attrs.update({k: v for k, v in kwargs.items() if k not in ("input", "self")})
+    attrs = {k: v for k, v in attrs.items() if not (k in PW_DEFAULTS and v == PW_DEFAULTS[k] and type(v) is type(PW_DEFAULTS[k]))}
+    if any(isinstance(v, (Ref, TupleVal, torch.fx.Node)) for v in attrs.values()):
+        return NotImplemented  # tensor-valued attributes (clamp(min=t)) stay opaque
+    if not any(isinstance(a, Ref) for a in args):
+        return NotImplemented
+    try:
+        ops = tuple(lw.operand(a) for a in args)
+    except Unsupported:
+        return NotImplemented
+    ctor = {1: "Unary", 2: "Binary", 3: "Ternary"}[arity]
+    return lw.emit(Term(ctor, (lw.out.keys.key(name, attrs),) + ops))
+
+
+def _to_dtype(lw: _Lowerer, n, name, args, kwargs):
+    x = args[0]
+    if not isinstance(x, Ref):
+        return NotImplemented
+    val = torch_compat.node_value(n)
+    src = lw.out.dtypes.get(x.let)
+    in_val = torch_compat.node_value(n.args[0])
+    if not isinstance(val, torch.Tensor) or getattr(in_val, "device", None) != val.device:
+        return NotImplemented
+    if kwargs.get("memory_format") is not None or kwargs.get("copy"):
+        return NotImplemented
+    if dtype_name(val.dtype) == src:
+        return x
+    return lw.emit(Term("Unary", (lw.out.keys.key("to_dtype", {"dtype": val.dtype}), x)))
+
+
+def _identity_unless_random(lw, n, name, args, kwargs):
+    return args[0] if isinstance(args[0], Ref) else NotImplemented
+
+
+def _detach(lw, n, name, args, kwargs):
+    return lw.emit(Term("Unary", ("detach", args[0])))
+
+
+def _copy(lw, n, name, args, kwargs):
+    if kwargs.get("memory_format") not in (None, torch.contiguous_format) or not isinstance(args[0], Ref):
+        return NotImplemented
+    return lw.emit(Term("Contiguous", (args[0],)))
+
+
+def _view_like(lw, n, name, args, kwargs):
+    x = args[0]
+    if not isinstance(x, Ref) or any(isinstance(a, torch.dtype) for a in list(args[1:]) + list(kwargs.values())):
+        return NotImplemented  # x.view(dtype) reinterprets bits
+    shape, dtype = _out_meta(n)
+    if shape == lw.shape(x):
+        return x
+    return lw.emit(Term("View", (x, IVec(shape))))
+
+
+def _expand(lw, n, name, args, kwargs):
+    x = args[0]
+    if not isinstance(x, Ref):
+        return NotImplemented
+    shape, _ = _out_meta(n)
+    if shape == lw.shape(x):
+        return x
+    return lw.emit(Term("Expand", (x, IVec(shape))))
+
+
+def _permute_of(lw, x: Ref, perm: Sequence[int]) -> Ref:
+    rank = len(lw.shape(x))
+    perm = tuple(_norm_dim(int(p), rank) for p in perm)
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(f"bad permutation {perm}")
+    if perm == tuple(range(rank)):
+        return x
+    return lw.emit(Term("Permute", (x, IVec(perm))))
+
+
+def _permute(lw, n, name, args, kwargs):
+    x = args[0]
+    rank = len(lw.shape(x))
+    if name == "permute":
+        perm = _varargs(args, 1) or list(kwargs.get("dims", ()))
+    elif name == "t":
+        perm = [1, 0] if rank == 2 else list(range(rank))
+    elif name == "transpose":
+        a = _norm_dim(_arg(args, kwargs, 1, "dim0"), rank)
+        b = _norm_dim(_arg(args, kwargs, 2, "dim1"), rank)
+        perm = list(range(rank))
+        perm[a], perm[b] = perm[b], perm[a]
+    else:  # movedim(x, source, destination)
+        src, dst = _arg(args, kwargs, 1, "source"), _arg(args, kwargs, 2, "destination")
+        src = [src] if isinstance(src, int) else list(src)
+        dst = [dst] if isinstance(dst, int) else list(dst)
+        src = [_norm_dim(s, rank) for s in src]
+        dst = [_norm_dim(d, rank) for d in dst]
+        perm = [-1] * rank
+        for s, d in zip(src, dst):
+            perm[d] = s
+        rest = iter(i for i in range(rank) if i not in src)
+        perm = [p if p >= 0 else next(rest) for p in perm]
+    return _permute_of(lw, x, perm)
+
+
+def _unsqueeze(lw, n, name, args, kwargs):
+    x = args[0]
+    d = _norm_dim(_arg(args, kwargs, 1, "dim"), len(lw.shape(x)) + 1)
+    return lw.emit(Term("Unsqueeze", (x, d)))
+
+
+def _squeeze_dims(lw, x: Ref, dims: Sequence[int]) -> Ref:
+    shape = list(lw.shape(x))
+    dtype = lw.out.dtypes.get(x.let)
+    for d in sorted({_norm_dim(d, len(shape)) for d in dims if shape}, reverse=True):
+        if shape[d] == 1:
+            shape.pop(d)
+            x = lw.emit(Term("Squeeze", (x, d)), shape, dtype)
+    return x
+
+
+def _squeeze(lw, n, name, args, kwargs):
+    x = args[0]
+    dims = _arg(args, kwargs, 1, "dim")
+    rank = len(lw.shape(x))
+    if dims is None:
+        dims = range(rank)
+    elif isinstance(dims, int):
+        dims = [dims]
+    return _squeeze_dims(lw, x, list(dims))
+
+
+def _narrow_ref(lw, x: Ref, d: int, start: int, length: int) -> Ref:
+    shape = list(lw.shape(x))
+    if start == 0 and length == shape[d]:
+        return x
+    shape[d] = length
+    return lw.emit(Term("Narrow", (x, d, start, length)), shape, lw.out.dtypes.get(x.let))
+
+
+def _narrow(lw, n, name, args, kwargs):
+    x = args[0]
+    shape = lw.shape(x)
+    d = _norm_dim(_arg(args, kwargs, 1, "dim"), len(shape))
+    start, length = _arg(args, kwargs, 2, "start"), _arg(args, kwargs, 3, "length")
+    if not isinstance(start, int):
+        return NotImplemented
+    start = start + shape[d] if start < 0 else start
+    return _narrow_ref(lw, x, d, start, length)
+
+
+def _select_ref(lw, x: Ref, d: int, i: int) -> Ref:
+    shape = lw.shape(x)
+    i = i + shape[d] if i < 0 else i
+    if not 0 <= i < shape[d]:
+        raise Unsupported(f"index {i} out of range")
+    return _squeeze_dims(lw, _narrow_ref(lw, x, d, i, 1), [d]) if shape[d] != 1 else _squeeze_dims(lw, x, [d])
+
+
+def _select(lw, n, name, args, kwargs):
+    x = args[0]
+    d = _norm_dim(_arg(args, kwargs, 1, "dim"), len(lw.shape(x)))
+    return _select_ref(lw, x, d, _arg(args, kwargs, 2, "index"))
+
+
+def _index(lw, x: Ref, idx: Any) -> Any:
+    """Basic tensor indexing (ints, unit-step slices, None, ...) as narrow/squeeze/unsqueeze."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if any(not (isinstance(i, (int, slice)) or i is None or i is Ellipsis) or isinstance(i, bool) for i in idx):
+        return NotImplemented
+    rank = len(lw.shape(x))
+    used = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if idx.count(Ellipsis) > 1 or used > rank:
+        return NotImplemented
+    if Ellipsis in idx:
+        k = idx.index(Ellipsis)
+        idx = idx[:k] + (slice(None),) * (rank - used) + idx[k + 1:]
+    d = 0
+    selects: list[int] = []
+    dtype = lw.out.dtypes.get(x.let)
+    for i in idx:
+        if i is None:
+            shape = list(lw.shape(x))
+            shape.insert(d, 1)
+            x = lw.emit(Term("Unsqueeze", (x, d)), shape, dtype)
+        elif isinstance(i, int):
+            selects.append(d)
+            x = _narrow_int(lw, x, d, i)
+        else:
+            start, stop, step = i.indices(lw.shape(x)[d])
+            if step != 1:
+                return NotImplemented
+            x = _narrow_ref(lw, x, d, start, max(stop - start, 0))
+        d += 1
+    return _squeeze_dims(lw, x, selects)
+
+
+def _narrow_int(lw, x: Ref, d: int, i: int) -> Ref:
+    size = lw.shape(x)[d]
+    i = i + size if i < 0 else i
+    if not 0 <= i < size:
+        raise Unsupported(f"index {i} out of range")
+    return _narrow_ref(lw, x, d, i, 1)
+
+
+def _getitem(lw, n, name, args, kwargs):
+    obj, idx = args
+    if isinstance(obj, TupleVal):
+        return obj.piece(idx)
+    if isinstance(obj, Ref):
+        if any(isinstance(i, (Ref, TupleVal)) for i in (idx if isinstance(idx, tuple) else (idx,))):
+            return NotImplemented
+        return _index(lw, obj, idx)
+    if isinstance(obj, (list, tuple)):
+        return obj[idx]
+    return NotImplemented
+
+
+def _split(lw, n, name, args, kwargs):
+    x = args[0]
+    if not isinstance(x, Ref):
+        return NotImplemented
+    val = torch_compat.node_value(n)
+    shape = lw.shape(x)
+    default_dim = 0
+    dim_pos = {"split": 2, "split_with_sizes": 2, "chunk": 2, "unbind": 1}[name]
+    d = _norm_dim(_arg(args, kwargs, dim_pos, "dim", default_dim), len(shape))
+    sizes = tuple(int(t.shape[d]) if name != "unbind" else 1 for t in val)
+    if sum(sizes) != shape[d]:
+        return NotImplemented
+    tup = lw.emit(Term("Split", (x, IVec(sizes), d)))
+    if name != "unbind":  # unbind's own outputs are squeezed: not the Split tuple
+        lw.out.node_of_let.setdefault(tup.let, n)
+    dtype = lw.out.dtypes.get(x.let)
+
+    def piece(i: int) -> Ref:
+        s = list(shape)
+        s[d] = sizes[i]
+        ref = lw.emit(Term("Get", (tup, i)), s, dtype)
+        return _squeeze_dims(lw, ref, [d]) if name == "unbind" else ref
+
+    return TupleVal(lambda i: piece(_norm_dim(i, len(sizes))), len(sizes), tup)
+
+
+def _tensor_list(lw, xs: Any) -> list[Ref] | None:
+    if isinstance(xs, TupleVal):
+        return [xs.piece(i) for i in range(xs.n)]
+    if not isinstance(xs, (list, tuple)):
+        return None
+    out: list[Ref] = []
+    for x in xs:
+        if isinstance(x, TupleVal):
+            out.extend(x.piece(i) for i in range(x.n))
+        elif isinstance(x, Ref):
+            out.append(x)
+        else:
+            return None
+    return out
+
+
+def _cat(lw, n, name, args, kwargs):
+    xs = _tensor_list(lw, _arg(args, kwargs, 0, "tensors"))
+    if not xs:
+        return NotImplemented
+    shape, _ = _out_meta(n)
+    rank = len(shape)
+    if any(len(lw.shape(x)) != (rank if name == "cat" else rank - 1) for x in xs):
+        return NotImplemented  # legacy empty 1-D inputs to cat
+    d = _norm_dim(_arg(args, kwargs, 1, "dim", 0), rank)
+    ctor = "Cat" if name == "cat" else "Stack"
+    return lw.emit(Term(ctor, (TList(tuple(xs)), d)))
+
+
+def _reduce(lw, n, name, args, kwargs):
+    x = args[0]
+    if not isinstance(x, Ref):
+        return NotImplemented
+    rank = len(lw.shape(x))
+    dims = _arg(args, kwargs, 1, "dim", None)
+    keepdim = _arg(args, kwargs, 2, "keepdim", False)
+    extra = {k: v for k, v in kwargs.items() if k not in ("dim", "keepdim", "input")}
+    if len(args) > 3 or isinstance(dims, (torch.dtype,)) or any(isinstance(v, Ref) for v in extra.values()):
+        return NotImplemented
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        if name in ("prod",) and dims is not None:
+            return NotImplemented
+        dims = list(range(rank))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if name == "prod" and (len(dims) != 1 or _arg(args, kwargs, 1, "dim", None) is None):
+        return NotImplemented
+    dims = sorted({_norm_dim(d, rank) for d in dims}) if rank else []
+    return lw.emit(Term("Reduce", (lw.out.keys.key(name, extra), x, IVec(tuple(dims)), int(bool(keepdim)))))
+
+
+def _softmax(lw, n, name, args, kwargs):
+    x = args[0]
+    d = _arg(args, kwargs, 1, "dim")
+    dtype = kwargs.get("dtype", args[3] if len(args) > 3 else None)
+    if not isinstance(x, Ref) or d is None or dtype is not None:
+        return NotImplemented
+    return lw.emit(Term("Softmax", (name, x, _norm_dim(d, len(lw.shape(x))))))
+
+
+def _layer_norm(lw, n, name, args, kwargs):
+    x = args[0]
+    shape = _arg(args, kwargs, 1, "normalized_shape")
+    w, b = _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "bias")
+    eps = _arg(args, kwargs, 4, "eps", 1e-5)
+    if not isinstance(x, Ref) or not all(isinstance(t, Ref) or t is None for t in (w, b)):
+        return NotImplemented
+    w, b = (t if t is not None else lw.none() for t in (w, b))
+    return lw.emit(Term("LayerNorm", (x, IVec(tuple(shape)), w, b, repr(float(eps)))))
+
+
+def _matmul_like(ctor: str, arity: int):
+    def handler(lw, n, name, args, kwargs):
+        xs = list(args[:arity])
+        if ctor == "Linear":
+            xs = [args[0], _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")]
+            xs[2] = xs[2] if xs[2] is not None else lw.none()
+        elif kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1 or len(args) > arity:
+            return NotImplemented
+        if len(xs) != arity or not all(isinstance(x, Ref) for x in xs):
+            return NotImplemented
+        return lw.emit(Term(ctor, tuple(xs)))
+
+    return handler
+
+
+def _fold_size(lw, n, name, args, kwargs):
+    return torch_compat.node_value(n)
+
+
+HANDLERS: dict[str, Callable] = {
+    "to": _to_dtype, "type": _to_dtype, "type_as": _to_dtype, "float": _to_dtype, "half": _to_dtype,
+    "double": _to_dtype, "bfloat16": _to_dtype, "int": _to_dtype, "long": _to_dtype, "bool": _to_dtype,
+    "dropout": _identity_unless_random, "positive": _identity_unless_random, "detach": _detach,
+    "contiguous": _copy, "clone": _copy,
+    "view": _view_like, "reshape": _view_like, "flatten": _view_like, "unflatten": _view_like,
+    "view_as": _view_like, "expand": _expand, "expand_as": _expand, "broadcast_to": _expand,
+    "permute": _permute, "transpose": _permute, "t": _permute, "movedim": _permute,
+    "unsqueeze": _unsqueeze, "squeeze": _squeeze, "narrow": _narrow, "select": _select,
+    "getitem": _getitem, "split": _split, "split_with_sizes": _split, "chunk": _split, "unbind": _split,
+    "cat": _cat, "stack": _cat,
+    "sum": _reduce, "mean": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce,
+    "softmax": _softmax, "log_softmax": _softmax, "layer_norm": _layer_norm,
+    "linear": _matmul_like("Linear", 3), "mm": _matmul_like("Mm", 2), "bmm": _matmul_like("Bmm", 2),
+    "matmul": _matmul_like("Matmul", 2), "addmm": _matmul_like("Addmm", 3),
+    "baddbmm": _matmul_like("Baddbmm", 3),
+    "size": _fold_size, "dim": _fold_size, "numel": _fold_size,
+}
+
+
+def lower(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Lowered:
+    """Lower a Torch-IR graph to egglog commands; raises :class:`Unsupported` for unsafe graphs."""
+    return _Lowerer(gm, example_inputs).run()

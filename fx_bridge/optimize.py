@@ -1,0 +1,139 @@
+"""The optimizer on one FX graph: lower → saturate → extract → raise, never worse than the input.
+
+``optimize`` returns the new GraphModule and a :class:`Report`. Anything it cannot do safely raises
+:class:`Unsupported` (or another error) and the backend keeps the original graph.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from eqsat.cost import CostModel
+from eqsat.egraph import Budget, Session
+from eqsat.extract import bottom_up, dag_cost
+from eqsat.rule import Rule
+from eqsat.serialized import parse
+from rules.library import select, shape_rules
+
+from . import torch_compat
+from .lower import Lowered, Unsupported, lower
+from .raising import raise_graph
+from .report import Report
+
+log = logging.getLogger("eqsat")
+
+
+@dataclass
+class Options:
+    """Everything a user can set, as ``eqsat_backend(**options)`` or ``torch.compile(options=...)``."""
+
+    families: Sequence[str] | None = None     # None: every family
+    disabled: Sequence[str] = ()              # rule or family names switched off
+    extra_rules: Sequence[Rule] = ()          # user rules, run with the built-in ones
+    iterations: int = 8
+    max_nodes: int = 200_000
+    seconds: float = 10.0
+    max_graph_nodes: int = 50_000             # bigger graphs are skipped, not attempted
+    validate: bool = False                    # run original and optimized side by side
+    mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
+    always_raise: bool = False                # rebuild the graph even when nothing is cheaper
+    cost: CostModel = field(default_factory=CostModel)
+
+    @classmethod
+    def of(cls, options: dict | None) -> "Options":
+        options = dict(options or {})
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown eqsat options: {sorted(unknown)}")
+        return cls(**options)
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(self.iterations, self.max_nodes, self.seconds)
+
+
+@contextmanager
+def _phase(report: Report, name: str):
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        report.phase_seconds[name] = report.phase_seconds.get(name, 0.0) + time.perf_counter() - t0
+
+
+def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+             options: Options | dict | None = None) -> tuple[torch.fx.GraphModule, Report]:
+    """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone."""
+    opts = options if isinstance(options, Options) else Options.of(options)
+    report = Report(graph_nodes=len(gm.graph.nodes))
+    if report.graph_nodes > opts.max_graph_nodes:
+        raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
+    rules = select(opts.families, opts.disabled, opts.extra_rules)
+    with _phase(report, "lower"):
+        low = lower(gm, example_inputs)
+    families = [None] if opts.mode == "saturate" else sorted({r.family for r in rules})
+    current_gm, current_low = gm, low
+    for fam in families:
+        fam_rules = rules if fam is None else [r for r in rules if r.family == fam]
+        current_gm, changed = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs)
+        report.changed |= changed
+        if fam is not None and families[-1] != fam and changed:
+            with _phase(report, "lower"):
+                current_low = lower(current_gm, example_inputs)
+    if opts.validate and report.changed:
+        _validate(gm, current_gm, example_inputs, report)
+    return current_gm, report
+
+
+def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
+               example_inputs) -> tuple[torch.fx.GraphModule, bool]:
+    with _phase(report, "build"):
+        session = Session(rules, shape_rules())
+        session.commands(low.commands)
+        before = parse(session.serialize())
+    with _phase(report, "saturate"):
+        sat = session.saturate(opts.budget)
+    report.egraph_sizes.extend(sat.sizes)
+    report.stop_reason = sat.stop_reason
+    for k, v in sat.fired.items():
+        report.rules_fired[k] = report.rules_fired.get(k, 0) + v
+    with _phase(report, "extract"):
+        view = parse(session.serialize())
+        roots = [view.lets[let] for let in low.roots]
+        cost = opts.cost.node_cost
+        base_roots = [before.lets[let] for let in low.roots]
+        base = bottom_up(before, base_roots, cost)
+        report.cost_before = report.cost_before or dag_cost(before, base, cost)
+        choice = bottom_up(view, roots, cost)
+        after = dag_cost(view, choice, cost)
+        report.extractor = "bottom-up"
+    if after >= dag_cost(before, base, cost) - 1e-9 and not opts.always_raise:
+        report.cost_after = report.cost_after or report.cost_before
+        return gm, False
+    report.cost_after = after
+    with _phase(report, "raise"):
+        new_gm = raise_graph(low, view, choice, roots, example_inputs)
+    return new_gm, True
+
+
+def _validate(original: torch.fx.GraphModule, optimized: torch.fx.GraphModule,
+              example_inputs: Sequence[Any], report: Report) -> None:
+    """Run both graphs on the example inputs; a mismatch raises so the caller falls back."""
+    with torch.no_grad(), torch_compat.no_dispatch_fake():
+        expected = original(*example_inputs)
+        actual = optimized(*example_inputs)
+    try:
+        torch.testing.assert_close(actual, expected, equal_nan=True)
+    except AssertionError as e:
+        report.validated = f"mismatch: {str(e).splitlines()[0]}"
+        raise ValidationError(report.validated) from None
+    report.validated = "ok"
+
+
+class ValidationError(RuntimeError):
+    pass

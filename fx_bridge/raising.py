@@ -1,0 +1,250 @@
+"""Chosen e-nodes → a fresh FX GraphModule.
+
+Each chosen e-class becomes at most one FX node (shared subterms are emitted once). A class whose
+chosen e-node is exactly the term an original FX node lowered to keeps that node: same target and
+spelling, name, stack trace and metadata. New nodes are spelled in plain Torch-IR and get their fake
+values from a propagation pass over the new graph.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch.fx.node import map_aggregate
+
+from eqsat.extract import Choice
+from eqsat.serialized import EGraphView, ENode
+
+from . import torch_compat
+from .lower import Lowered, OpaqueSpec, Slot, TupleVal
+from .terms import IVec, Ref, Term, TList
+
+_OPERATOR_OF = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "pow": operator.pow, "floor_divide": operator.floordiv, "remainder": operator.mod,
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge, "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
+}
+_CALLS = {
+    "Mm": torch.mm, "Bmm": torch.bmm, "Matmul": torch.matmul, "Addmm": torch.addmm,
+    "Baddbmm": torch.baddbmm, "Linear": F.linear, "Narrow": torch.narrow, "Unsqueeze": torch.unsqueeze,
+    "Squeeze": torch.squeeze,
+}
+_SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def resolve_pointwise(name: str):
+    for ns in (torch, F, torch.special):
+        fn = getattr(ns, name, None)
+        if callable(fn):
+            return fn
+    raise KeyError(f"no torch function for pointwise op {name!r}")
+
+
+def _scalar(text: str):
+    return _SPECIAL_FLOATS[text] if text in _SPECIAL_FLOATS else ast.literal_eval(text)
+
+
+class _Raiser:
+    def __init__(self, low: Lowered, view: EGraphView, choice: Choice):
+        self.low, self.view, self.choice = low, view, choice
+        self.graph = torch.fx.Graph()
+        self.env: dict[str, Any] = {}
+        self.placeholders: dict[str, torch.fx.Node] = {}
+        self._name: str | None = None
+        self.original = self._original_signatures()
+
+    # -- which classes are unchanged originals ----------------------------------------------------
+    def _class_of(self, ref: Ref) -> str:
+        return self.view.lets[ref.let]
+
+    def _term_sig(self, term: Term) -> tuple:
+        def arg(a):
+            if isinstance(a, Ref):
+                return ("c", self._class_of(a))
+            if isinstance(a, TList):
+                return ("l", tuple(self._class_of(x) for x in a.items))
+            return ("v", tuple(a.items) if isinstance(a, IVec) else a)
+
+        return (term.ctor, tuple(arg(a) for a in term.args))
+
+    def _node_sig(self, node: ENode) -> tuple:
+        def arg(a):
+            kind, v = a
+            if kind == "lit":
+                return ("v", v)
+            return ("l", tuple(self._list_classes(v))) if self.view.sort[v] == "TList" else ("c", v)
+
+        return (node.ctor, tuple(arg(a) for a in node.args))
+
+    def _original_signatures(self) -> dict[tuple, torch.fx.Node]:
+        out = {}
+        for let, node in self.low.node_of_let.items():
+            term = self.low.originals.get(let)
+            if term is not None and let in self.view.lets:
+                out.setdefault((self.view.lets[let], self._term_sig(term)), node)
+        return out
+
+    def _list_classes(self, cls: str) -> list[str]:
+        out = []
+        node = self.view.nodes[self.choice[cls]]
+        while node.ctor == "TCons":
+            out.append(node.children[0])
+            node = self.view.nodes[self.choice[node.children[1]]]
+        return out
+
+    def _original_of(self, cls: str) -> torch.fx.Node | None:
+        enode = self.view.nodes[self.choice[cls]]
+        return self.original.get((cls, self._node_sig(enode)))
+
+    def _copy_inputs(self, orig: torch.fx.Node) -> list[str] | None:
+        """Classes of an original node's tensor inputs; None when it reads a multi-output value."""
+        classes = []
+        for a in orig.all_input_nodes:
+            v = self.low.values.get(a)
+            if isinstance(v, TupleVal):
+                return None
+            if isinstance(v, Ref):
+                classes.append(self._class_of(v))
+        return classes
+
+    # -- emission --------------------------------------------------------------------------------
+    def deps(self, cls: str) -> list[str]:
+        orig = self._original_of(cls)
+        copy_in = self._copy_inputs(orig) if orig is not None and orig.op != "placeholder" else None
+        if copy_in is not None:
+            return copy_in
+        return list(dict.fromkeys(self.view.nodes[self.choice[cls]].children))
+
+    def emit_all(self, roots: Sequence[str]) -> None:
+        """Post-order over the chosen DAG without recursion (graphs can be thousands deep)."""
+        for root in roots:
+            stack = [(root, False)]
+            while stack:
+                cls, ready = stack.pop()
+                if cls in self.env:
+                    continue
+                if ready:
+                    self.env[cls] = self.build(cls)
+                    continue
+                stack.append((cls, True))
+                stack.extend((d, False) for d in reversed(self.deps(cls)) if d not in self.env)
+
+    def build(self, cls: str) -> Any:
+        orig = self._original_of(cls)
+        if orig is not None and orig.op != "placeholder" and self._copy_inputs(orig) is not None:
+            return self._copy(orig)
+        self._name = orig.name if orig is not None else None
+        value = self.from_term(self.view.nodes[self.choice[cls]])
+        if isinstance(value, torch.fx.Node) and orig is not None and self._name is None:
+            value.meta.update({k: v for k, v in orig.meta.items() if k not in ("val", "example_value", "tensor_meta")})
+        self._name = None
+        return value
+
+    def _copy(self, orig: torch.fx.Node) -> torch.fx.Node:
+        def arg(a):
+            v = self.low.values.get(a)
+            return self.env[self._class_of(v)] if isinstance(v, Ref) else v
+
+        return self.graph.node_copy(orig, arg)
+
+    def node(self, op: str, target, args: tuple, kwargs: dict | None = None) -> torch.fx.Node:
+        """Create a node, taking the pending original name (only the outermost node gets it)."""
+        name, self._name = self._name, None
+        return self.graph.create_node(op, target, tuple(args), kwargs or {}, name=name)
+
+    def call(self, target, *args, **kwargs) -> torch.fx.Node:
+        return self.node("call_function", target, args, kwargs)
+
+    def from_term(self, e: ENode) -> Any:
+        a = [self.env[v] if kind == "class" else v for kind, v in e.args]
+        c = e.ctor
+        if c == "Input":
+            return self.placeholders[a[0]]
+        if c == "Param":
+            return self.node("get_attr", a[0], ())
+        if c == "Scalar":
+            return _scalar(a[0])
+        if c == "NoneT":
+            return None
+        if c == "TNil":
+            return []
+        if c == "TCons":
+            return [a[0]] + a[1]
+        if c in ("Unary", "Binary", "Ternary"):
+            return self.pointwise(a[0], a[1:])
+        if c == "Reduce":
+            name, attrs = self.low.keys.decode(a[0])
+            dim = list(a[2]) if name in ("sum", "mean") else (a[2][0] if name == "prod" else tuple(a[2]))
+            return self.call(getattr(torch, name), a[1], dim=dim, keepdim=bool(a[3]), **attrs)
+        if c == "Softmax":
+            return self.call(getattr(torch, a[0]), a[1], a[2])
+        if c == "LayerNorm":
+            return self.call(F.layer_norm, a[0], list(a[1]), a[2], a[3], float(a[4]))
+        if c in _CALLS:
+            return self.call(_CALLS[c], *a)
+        if c == "View":
+            return self.call(torch.reshape, a[0], list(a[1]))
+        if c == "Permute":
+            return self.call(torch.permute, a[0], list(a[1]))
+        if c == "Expand":
+            return self.node("call_method", "expand", (a[0], list(a[1])))
+        if c == "Contiguous":
+            return self.node("call_method", "contiguous", (a[0],))
+        if c in ("Cat", "Stack"):
+            return self.call(torch.cat if c == "Cat" else torch.stack, list(a[0]), a[1])
+        if c == "Split":
+            return self.call(torch.split, a[0], list(a[1]), a[2])
+        if c == "Opaque":
+            return self.opaque(self.low.opaque[a[0]], a[1])
+        if c == "Get":
+            tup = self.view.nodes[self.choice[e.args[0][1]]]
+            if tup.ctor == "Opaque" and self.low.opaque[tup.args[0][1]].out == "tensor":
+                return a[0]
+            return self.call(operator.getitem, a[0], a[1])
+        raise NotImplementedError(f"cannot raise constructor {c}")
+
+    def pointwise(self, key: str, operands: list) -> torch.fx.Node:
+        name, attrs = self.low.keys.decode(key)
+        if name == "to_dtype":
+            return self.node("call_method", "to", (operands[0],), {"dtype": attrs["dtype"]})
+        if name == "detach":
+            return self.node("call_method", "detach", (operands[0],))
+        if not isinstance(operands[0], torch.fx.Node) and not attrs and name in _OPERATOR_OF:
+            return self.call(_OPERATOR_OF[name], *operands)
+        return self.call(resolve_pointwise(name), *operands, **attrs)
+
+    def opaque(self, spec: OpaqueSpec, tensors: list) -> torch.fx.Node:
+        def fill(x):
+            return tensors[x.index] if isinstance(x, Slot) else x
+
+        return self.node(spec.op, spec.target, map_aggregate(spec.args, fill), map_aggregate(spec.kwargs, fill))
+
+    def output(self) -> None:
+        self.graph.output(map_aggregate(
+            self.low.output, lambda x: self.env[self._class_of(x)] if isinstance(x, Ref) else x))
+
+
+def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[str],
+                example_inputs: Sequence[Any]) -> torch.fx.GraphModule:
+    """Build the GraphModule that computes ``low``'s outputs with the e-nodes in ``choice``."""
+    r = _Raiser(low, view, choice)
+    for ph in low.placeholders:
+        new = r.graph.node_copy(ph, lambda a: a)
+        r.placeholders[ph.name] = new
+        v = low.values.get(ph)
+        if isinstance(v, Ref):
+            r.env.setdefault(view.lets[v.let], new)
+    r.emit_all(roots)
+    r.output()
+    gm = torch.fx.GraphModule(low.gm, r.graph)
+    fresh = [n for n in gm.graph.nodes if "example_value" not in n.meta and n.op != "output"]
+    if fresh:
+        torch_compat.propagate_fake(gm, example_inputs)
+        for n in fresh:
+            n.meta["example_value"] = n.meta.get("val")
+    return gm

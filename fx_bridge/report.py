@@ -1,0 +1,44 @@
+"""What the optimizer did to one graph: the report users read and the harness tabulates."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Report:
+    graph_nodes: int = 0
+    changed: bool = False
+    skipped: str = ""                       # why the graph was left alone ("" when optimized)
+    rules_fired: dict[str, int] = field(default_factory=dict)
+    egraph_sizes: list[int] = field(default_factory=list)   # after build, then per iteration
+    stop_reason: str = ""
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    extractor: str = ""
+    cost_before: float = 0.0
+    cost_after: float = 0.0
+    kernels_before: float = 0.0
+    kernels_after: float = 0.0
+    validated: str = ""                      # "", "ok", or the mismatch that caused a fallback
+
+    @property
+    def egraph_nodes(self) -> int:
+        return self.egraph_sizes[-1] if self.egraph_sizes else 0
+
+    @property
+    def optimizer_seconds(self) -> float:
+        return sum(self.phase_seconds.values())
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["egraph_nodes"] = self.egraph_nodes
+        d["optimizer_seconds"] = self.optimizer_seconds
+        return d
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"eqsat: graph of {self.graph_nodes} nodes skipped: {self.skipped}"
+        fired = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_fired.items())) or "none"
+        phases = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items())
+        return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
+                f"rules fired: {fired}; cost {self.cost_before:.4g} → {self.cost_after:.4g} "
+                f"({self.extractor}); {'changed' if self.changed else 'unchanged'}; {phases}")

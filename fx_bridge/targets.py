@@ -1,0 +1,92 @@
+"""Which torch callables and methods spell which canonical op.
+
+Dynamo's Torch-IR names one op many ways: ``torch.relu``, ``F.relu``, ``x.relu()``, ``torch._C._nn``
+builtins, ``operator.add`` for ``+``. This table maps each spelling to one canonical name, so lowering
+dispatches on the name and rules match one term.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from eqsat.ops import BINARY, TERNARY, UNARY
+
+# Spellings that differ from the canonical name.
+ALIASES: dict[str, str] = {
+    "concat": "cat", "concatenate": "cat", "clip": "clamp", "absolute": "abs", "negative": "neg",
+    "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div", "greater": "gt",
+    "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne", "swapaxes": "transpose",
+    "swapdims": "transpose", "moveaxis": "movedim", "arctan2": "atan2", "fix": "trunc",
+    "special_expit": "sigmoid", "expit": "sigmoid", "reshape_as": "view_as", "clamp_min": "clamp_min",
+}
+
+OPERATORS: dict[Callable, str] = {
+    operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
+    operator.floordiv: "floor_divide", operator.pow: "pow", operator.mod: "remainder",
+    operator.neg: "neg", operator.abs: "abs", operator.eq: "eq", operator.ne: "ne", operator.lt: "lt",
+    operator.le: "le", operator.gt: "gt", operator.ge: "ge", operator.and_: "bitwise_and",
+    operator.or_: "bitwise_or", operator.xor: "bitwise_xor", operator.invert: "bitwise_not",
+    operator.matmul: "matmul", operator.getitem: "getitem", operator.pos: "positive",
+}
+
+# In-place spellings of operators: the graph mutates a tensor.
+INPLACE_OPERATORS = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.ipow,
+    operator.imod, operator.iand, operator.ior, operator.ixor, operator.imatmul, operator.setitem,
+}
+
+STRUCTURAL_NAMES = (
+    "split split_with_sizes chunk unbind cat stack narrow select view reshape flatten unflatten view_as"
+    " permute transpose t movedim unsqueeze squeeze expand expand_as broadcast_to contiguous clone detach"
+    " sum mean amax amin prod softmax log_softmax layer_norm linear mm bmm matmul addmm baddbmm dropout"
+    " to type type_as float half double bfloat16 int long bool size dim numel positive"
+).split()
+
+_NAMESPACES = (torch, F, torch._C._nn, torch.special, torch.Tensor, torch._C._VariableFunctions)
+
+
+def _canonical_names() -> set[str]:
+    names = {op.name for op in UNARY + BINARY + TERNARY} | set(STRUCTURAL_NAMES)
+    return names | set(ALIASES)
+
+
+def _build_function_table() -> dict[Any, str]:
+    table: dict[Any, str] = {}
+    for name in _canonical_names():
+        for ns in _NAMESPACES:
+            fn = getattr(ns, name, None)
+            if fn is not None and callable(fn):
+                try:
+                    table.setdefault(fn, ALIASES.get(name, name))
+                except TypeError:  # unhashable callables cannot be looked up by identity anyway
+                    pass
+    for fn, name in OPERATORS.items():
+        table[fn] = name
+    return table
+
+
+FUNCTIONS = _build_function_table()
+
+
+def canonical_name(node: torch.fx.Node) -> str | None:
+    """The canonical op name of a call node, or None when the target is unknown to us."""
+    if node.op == "call_method":
+        return ALIASES.get(node.target, node.target)
+    if node.op == "call_function":
+        try:
+            return FUNCTIONS.get(node.target)
+        except TypeError:
+            return None
+    return None
+
+
+def target_label(node: torch.fx.Node) -> str:
+    """A readable name of any target, for opaque keys and reports."""
+    t = node.target
+    if isinstance(t, str):
+        return t
+    mod = getattr(t, "__module__", None) or ""
+    return f"{mod}.{getattr(t, '__name__', repr(t))}".lstrip(".")

@@ -1,0 +1,69 @@
+"""Every private torch API the bridge touches, in one place, so torch 2.11–2.14 differences stay here."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+
+def node_value(node: torch.fx.Node) -> Any:
+    """The fake value Dynamo (``example_value``) or AOTAutograd (``val``) recorded for a node."""
+    if "example_value" in node.meta:
+        return node.meta["example_value"]
+    return node.meta.get("val")
+
+
+def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
+    """Fill ``meta['val']`` for every node by running the graph on fake copies of the inputs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake_mode = _detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
+    with fake_mode:
+        fakes = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not _is_fake(x) else x
+                 for x in example_inputs]
+    FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
+
+
+def _is_fake(x: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(x, FakeTensor)
+
+
+def _detect_fake_mode(example_inputs: Sequence[Any]):
+    from torch._guards import detect_fake_mode
+
+    return detect_fake_mode(example_inputs)
+
+
+def is_symbolic(x: Any) -> bool:
+    """True for SymInt/SymFloat/SymBool values (dynamic shapes)."""
+    return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def compile_fx() -> Callable:
+    """Inductor's entry point (``compile_fx``); imported lazily because it is heavy."""
+    from torch._inductor.compile_fx import compile_fx as _compile_fx
+
+    return _compile_fx
+
+
+def aten_schema_is_mutable(target: Any) -> bool:
+    schema = getattr(target, "_schema", None)
+    return bool(schema is not None and schema.is_mutable)
+
+
+def aten_is_random(target: Any) -> bool:
+    tags = getattr(target, "tags", ())
+    return torch.Tag.nondeterministic_seeded in tags
+
+
+@contextlib.contextmanager
+def no_dispatch_fake():
+    """Run real computations even if a fake mode is active on this thread."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        yield

@@ -1,0 +1,376 @@
+"""Run a DSL rule on random instances and compare pattern and replacement with eager PyTorch.
+
+The pattern is evaluated with torch while its variables are sampled lazily, each in the role where
+it first appears (the sizes of a split compose the split extent, a narrow stays in bounds, a second
+binary operand is same-shape, rank-0 or size-1 along a dim…); instances the pattern cannot form or
+the guard rejects are skipped. The replacement then runs with the same bindings. This is the only
+module in ``rules`` that imports torch.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import torch
+
+from . import dsl
+from .derived import DERIVED
+
+UNARY_KEYS = ("relu", "exp", "neg", "sigmoid", "tanh", "abs")
+BINARY_KEYS = ("add", "mul", "sub", "maximum")
+_PRIM = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a // b, "%": lambda a, b: a % b,
+    "vec-get": lambda v, i: v[i], "vec-length": len, "vec-append": lambda a, b: tuple(a) + tuple(b),
+    "vec-set": lambda v, i, x: tuple(v[:i]) + (x,) + tuple(v[i + 1:]),
+    "vec-remove": lambda v, i: tuple(v[:i]) + tuple(v[i + 1:]),
+    "vec-of": lambda *xs: tuple(xs),
+}
+_CMP = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+        "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+class Reject(Exception):
+    """This instance is not one the pattern can match."""
+
+
+class UnsoundRule(AssertionError):
+    """The checker found an instance where pattern and replacement differ."""
+
+
+def _pointwise(key: str):
+    if "(" in key:
+        raise Reject(f"op key with attributes {key!r}")
+    return getattr(torch, key)
+
+
+class Evaluator:
+    """Evaluates terms; in ``sampling`` mode an unbound variable gets a random value fitting its role."""
+
+    def __init__(self, rng: random.Random, sampling: bool = True):
+        self.rng, self.sampling, self.env = rng, sampling, {}
+
+    # -- variables ------------------------------------------------------------------------------
+    def _bind(self, v, make):
+        if id(v) not in self.env:
+            if not self.sampling:
+                raise RuntimeError(f"variable {v.name} is unbound")
+            self.env[id(v)] = make()
+        return self.env[id(v)]
+
+    def tensor(self, t, shape=None):
+        if isinstance(t, dsl.Var):
+            return self._bind(t, lambda: self._randn(shape or self._rand_shape()))
+        return self.ev(t)
+
+    def int(self, t, lo: int, hi: int) -> int:
+        if isinstance(t, dsl.Var):
+            val = self._bind(t, lambda: self.rng.randint(lo, hi) if hi >= lo else self._reject("no room"))
+        else:
+            val = self.ev(t)
+        if self.sampling and not lo <= val <= hi:
+            raise Reject(f"{t!r} = {val} outside [{lo}, {hi}]")
+        return val
+
+    def ivec(self, t, make):
+        return self._bind(t, make) if isinstance(t, dsl.Var) else tuple(self.ev(t))
+
+    def _reject(self, why):
+        raise Reject(why)
+
+    def _rand_shape(self, rank: int | None = None):
+        rank = self.rng.randint(1, 4) if rank is None else rank
+        return tuple(self.rng.randint(1, 4) for _ in range(rank))
+
+    def _randn(self, shape):
+        dtype = torch.float64 if self.rng.random() < 0.2 else torch.float32
+        return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(self.rng.randrange(1 << 30)))
+
+    def _composition(self, total: int):
+        mode = self.rng.choice(("ones", "equal", "random"))
+        if mode == "ones":
+            return (1,) * total
+        if mode == "equal":
+            k = self.rng.choice([k for k in range(1, total + 1) if total % k == 0])
+            return (total // k,) * k
+        cuts = sorted(self.rng.sample(range(1, total), self.rng.randint(0, min(3, total - 1)))) if total > 1 else []
+        return tuple(b - a for a, b in zip([0] + cuts, cuts + [total]))
+
+    def _factor(self, numel: int):
+        dims, rest = [], numel
+        for _ in range(self.rng.randint(0, 2)):
+            d = self.rng.choice([k for k in range(1, rest + 1) if rest % k == 0])
+            dims.append(d)
+            rest //= d
+        return tuple(dims + [rest])
+
+    # -- terms ----------------------------------------------------------------------------------
+    def ev(self, t):
+        if isinstance(t, dsl.Var):
+            if t.sort == dsl.TENSOR:
+                return self.tensor(t)
+            if t.sort == dsl.INT:
+                return self.int(t, 0, 3)
+            if t.sort == dsl.STR:
+                return self._bind(t, lambda: self.rng.choice(UNARY_KEYS))
+            if t.sort == dsl.TLIST:
+                return self._bind(t, lambda: [self.tensor(dsl.Var("_", dsl.TENSOR)) for _ in range(self.rng.randint(0, 2))])
+            return self._bind(t, lambda: self._rand_shape())
+        if isinstance(t, dsl.Lit):
+            return t.value
+        if isinstance(t, (dsl.TList, dsl.Pieces, dsl.Each)):
+            return self.tlist(t, None)
+        return getattr(self, "_" + t.fn.replace("-", "_"), self._generic)(t, *t.args)
+
+    def _generic(self, t, *args):
+        if t.fn in DERIVED:
+            return DERIVED[t.fn].py(*(self.ev(a) for a in args))
+        if t.fn in _PRIM:
+            return _PRIM[t.fn](*(self.ev(a) for a in args))
+        raise Reject(f"the checker cannot evaluate {t.fn}")
+
+    def _shape(self, t, x):
+        return tuple(self.tensor(x).shape)
+
+    def _dtype(self, t, x):
+        return str(self.tensor(x).dtype).removeprefix("torch.")
+
+    def tlist(self, t, hint) -> list:
+        """A tensor list; ``hint(ref)`` gives the shape of a tensor sampled after the first one."""
+        out: list = []
+
+        def shape_for():
+            return hint(out[0]) if hint and out else None
+
+        if isinstance(t, dsl.Pieces):
+            return [self._each_piece(t, p) for p in self.ev(t.split)]
+        if isinstance(t, dsl.Each):
+            return self._each(t, shape_for, out)
+        for item in t.items:
+            out.append(self.tensor(item, shape_for()))
+        if t.tail is not None:
+            if isinstance(t.tail, dsl.Var) and id(t.tail) not in self.env and self.sampling:
+                self.env[id(t.tail)] = [self._randn(shape_for() or self._rand_shape())
+                                        for _ in range(self.rng.randint(0, 2))]
+            out += list(self.ev(t.tail))
+        return out
+
+    def _each_piece(self, t: dsl.Pieces, piece):
+        if t.each is None:
+            return piece
+        p = dsl.Var("_p", dsl.TENSOR)
+        self.env[id(p)] = piece
+        return self.ev(t.each(p))
+
+    def _each(self, t: dsl.Each, shape_for, out):
+        bound = id(t.outs[0]) in self.env
+        n = len(self.env[id(t.outs[0])]) if bound else self.rng.randint(1, 3)
+        cols = [[] for _ in t.outs]
+        for k in range(n):
+            params = [dsl.Var(f"_a{j}", dsl.TENSOR) for j in range(len(t.outs))]
+            for j, p in enumerate(params):
+                if bound:
+                    self.env[id(p)] = self.env[id(t.outs[j])][k]
+            if not bound:
+                self.tensor(params[0], shape_for())
+            out.append(self.ev(t.template(*params)))
+            if t.when and not all(self.holds(g) for g in t.when(*params)):
+                raise Reject("element guard")
+            for j, p in enumerate(params):
+                cols[j].append(self.env[id(p)])
+        for o, col in zip(t.outs, cols):
+            if len({c.dtype for c in col}) > 1:
+                raise Reject("mixed dtypes in a list")
+            self.env.setdefault(id(o), col)
+        return out
+
+    def holds(self, g: dsl.Guard) -> bool:
+        return _CMP[g.op](self.ev(g.lhs), self.ev(g.rhs))
+
+    # -- constructors ---------------------------------------------------------------------------
+    def _Narrow(self, t, x, d, a, m):
+        X = self.tensor(x)
+        D = self.int(d, 0, X.ndim - 1)
+        A = self.int(a, 0, X.shape[D] - 1)
+        return torch.narrow(X, D, A, self.int(m, 1, X.shape[D] - A))
+
+    def _View(self, t, x, s):
+        X = self.tensor(x)
+        S = self.ivec(s, lambda: self._factor(X.numel()))
+        return X.reshape(S)
+
+    def _Permute(self, t, x, p):
+        X = self.tensor(x)
+        return X.permute(self.ivec(p, lambda: tuple(self.rng.sample(range(X.ndim), X.ndim))))
+
+    def _Expand(self, t, x, s):
+        X = self.tensor(x)
+        return X.expand(self.ivec(s, lambda: tuple(self.rng.randint(1, 3) if n == 1 else n for n in X.shape)))
+
+    def _Unsqueeze(self, t, x, d):
+        X = self.tensor(x)
+        return X.unsqueeze(self.int(d, 0, X.ndim))
+
+    def _Squeeze(self, t, x, d):
+        X = self.tensor(x)
+        ones = [k for k, n in enumerate(X.shape) if n == 1]
+        D = self.int(d, 0, X.ndim - 1) if not isinstance(d, dsl.Var) or id(d) in self.env or not ones \
+            else self._bind(d, lambda: self.rng.choice(ones))
+        if X.shape[D] != 1:
+            raise Reject("squeeze of a dim that is not 1") if self.sampling else ValueError("squeeze of a non-1 dim")
+        return X.squeeze(D)
+
+    def _Contiguous(self, t, x):
+        return self.tensor(x).contiguous()
+
+    def _Cat(self, t, lst, d):
+        dim: list = []
+
+        def hint(ref):
+            if not dim:
+                dim.append(self.int(d, 0, ref.ndim - 1))
+            return tuple(self.rng.randint(1, 3) if k == dim[0] else n for k, n in enumerate(ref.shape))
+
+        xs = self.tlist(lst, hint)
+        if not xs:
+            raise Reject("empty cat")
+        return torch.cat(xs, self.int(d, 0, xs[0].ndim - 1))
+
+    def _Stack(self, t, lst, d):
+        xs = self.tlist(lst, lambda ref: tuple(ref.shape))
+        if not xs:
+            raise Reject("empty stack")
+        return torch.stack(xs, self.int(d, 0, xs[0].ndim))
+
+    def _Split(self, t, x, s, d):
+        X = self.tensor(x)
+        D = self.int(d, 0, X.ndim - 1)
+        S = self.ivec(s, lambda: self._composition(X.shape[D]))
+        if sum(S) != X.shape[D] or min(S, default=0) < 1:
+            raise Reject("split sizes do not cover the dim")
+        return torch.split(X, list(S), D)
+
+    def _Get(self, t, tt, i):
+        T = self.ev(tt)
+        return T[self.int(i, 0, len(T) - 1)]
+
+    def _Unary(self, t, f, x):
+        return _pointwise(self.ev(f))(self.tensor(x))
+
+    def _Binary(self, t, f, x, y):
+        X = self.tensor(x)
+        F = self._bind(f, lambda: self.rng.choice(BINARY_KEYS)) if isinstance(f, dsl.Var) else f.value
+        Y = self.tensor(y, self._broadcast_partner(X))
+        return _pointwise(F)(X, Y)
+
+    def _broadcast_partner(self, X):
+        mode = self.rng.choice(("same", "same", "scalar", "one"))
+        if mode == "scalar" or X.ndim == 0:
+            return ()
+        if mode == "one":
+            k = self.rng.randrange(X.ndim)
+            return tuple(1 if j == k else n for j, n in enumerate(X.shape))
+        return tuple(X.shape)
+
+    def _Ternary(self, t, f, c, x, y):
+        C = self.tensor(c)
+        X, Y = self.tensor(x, tuple(C.shape)), self.tensor(y, tuple(C.shape))
+        if self.ev(f) != "where":
+            raise Reject("only where")
+        return torch.where(C > 0, X, Y)
+
+    def _Linear(self, t, x, w, b):
+        X = self.tensor(x)
+        out = self.rng.randint(1, 4)
+        W = self.tensor(w, (out, X.shape[-1]))
+        return torch.nn.functional.linear(X, W, self.tensor(b, (W.shape[0],)))
+
+    def _Mm(self, t, a, b):
+        A = self.tensor(a, self._rand_shape(2))
+        return torch.mm(A, self.tensor(b, (A.shape[-1], self.rng.randint(1, 4))))
+
+    def _Softmax(self, t, key, x, d):
+        X = self.tensor(x)
+        return getattr(torch, self.ev(key))(X, self.int(d, 0, X.ndim - 1))
+
+
+@dataclass
+class CheckResult:
+    rule: str
+    admitted: int = 0
+    tried: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _describe(ev: Evaluator, rule: dsl.DslRule) -> str:
+    from .compile import variables
+    parts = []
+    for v in variables(rule.lhs).values():
+        val = ev.env.get(id(v))
+        if isinstance(val, torch.Tensor):
+            val = f"tensor{tuple(val.shape)} {str(val.dtype).removeprefix('torch.')}"
+        elif isinstance(val, list):
+            val = f"[{len(val)} tensors]"
+        parts.append(f"{v.name}={val}")
+    return ", ".join(parts)
+
+
+def _compare(rule: dsl.DslRule, rng: random.Random, values: bool) -> tuple[bool, str | None]:
+    """One instance: (admitted, problem or None)."""
+    ev = Evaluator(rng)
+    try:
+        lhs = ev.ev(rule.lhs)
+        if not all(ev.holds(g) for g in rule.when):
+            return False, None
+    except (Reject, RuntimeError, IndexError, ValueError, TypeError, ZeroDivisionError):
+        return False, None
+    ev.sampling = False
+    where = f"rule {rule.name!r} at {_describe(ev, rule)}"
+    try:
+        rhs = ev.ev(rule.rhs)
+    except Exception as e:  # noqa: BLE001 — any failure of the replacement is the finding
+        return True, f"{where}: the replacement fails to evaluate ({type(e).__name__}: {e})"
+    if tuple(lhs.shape) != tuple(rhs.shape):
+        return True, f"{where}: shape-changing rewrite: pattern {tuple(lhs.shape)}, replacement {tuple(rhs.shape)}"
+    if lhs.dtype != rhs.dtype:
+        return True, f"{where}: the replacement has dtype {rhs.dtype}, the pattern {lhs.dtype}"
+    if values and not torch.allclose(lhs, rhs.to(lhs.dtype), rtol=1e-5, atol=1e-6, equal_nan=True):
+        err = (lhs - rhs).abs().max().item()
+        return True, f"{where}: values differ (max abs error {err:.3g})"
+    return True, None
+
+
+def check(rule, want: int = 20, tries: int = 400, seed: int = 0, values: bool = True) -> CheckResult:
+    """Compare pattern and replacement on up to ``want`` admitted random instances (both directions
+    of a bidirectional rule). ``result.ok`` is False, with messages, if any instance disagrees."""
+    if not isinstance(rule, dsl.DslRule):
+        raise TypeError(f"check() takes a DSL rule; {getattr(rule, 'name', rule)!r} is hand-written egglog")
+    res = CheckResult(rule.name)
+    directions = [rule] + ([dsl.DslRule(rule.name, rule.rhs, rule.lhs, rule.when, rule.family, rule.doc)]
+                           if rule.bidirectional else [])
+    for r in directions:
+        rng = random.Random(seed)
+        admitted = 0
+        for _ in range(tries):
+            res.tried += 1
+            ok, problem = _compare(r, rng, values)
+            admitted += ok
+            if problem:
+                res.problems.append(problem)
+                break
+            if admitted >= want:
+                break
+        res.admitted += admitted
+    return res
+
+
+def assert_sound(rule, **kw) -> CheckResult:
+    """``check`` that raises ``UnsoundRule`` with the first counterexample."""
+    res = check(rule, **kw)
+    if not res.ok:
+        raise UnsoundRule(res.problems[0])
+    return res

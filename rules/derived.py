@@ -1,0 +1,85 @@
+"""Derived int-list functions (``splice``, ``repeat``, ``movedim_perm``, …): egglog and Python.
+
+egglog 13.2 has no vector slicing or insertion, and an action cannot read a function. So each
+derived function is a table computed on demand in the always-on ``analysis`` ruleset: a rule that
+needs ``splice(v, i, w)`` first asserts ``(splice-demand v i w)`` (one extra rule), then reads
+``(splice v i w)`` in its query. The Python twins let the checker evaluate the same terms.
+Every demand rule checks its bounds, so a bad index never reaches ``vec-get``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_A = ":ruleset analysis"
+_EMPTY = "(vec-pop (vec-of 0))"
+
+
+@dataclass(frozen=True)
+class Derived:
+    name: str
+    args: tuple          # egglog sorts of the arguments
+    out: str
+    decls: tuple         # egglog commands (declarations + analysis rules), dependencies first
+    py: object           # the same function in Python, for the checker
+
+
+def _fn(name: str, args: str, out: str) -> list[str]:
+    return [f"(relation {name}-demand ({args}))", f"(function {name} ({args}) {out} :merge old)"]
+
+
+_VSLICE = _fn("vslice", "IVec i64 i64", "IVec") + [
+    f"(rule ((vslice-demand v a b) (<= b a)) ((set (vslice v a b) {_EMPTY})) {_A})",
+    f"(rule ((vslice-demand v a b) (> b a) (>= a 0) (<= b (vec-length v))) ((vslice-demand v a (- b 1))) {_A})",
+    f"(rule ((vslice-demand v a b) (> b a) (= p (vslice v a (- b 1))))"
+    f" ((set (vslice v a b) (vec-push p (vec-get v (- b 1))))) {_A})",
+]
+_SPLICE = _VSLICE + _fn("splice", "IVec i64 IVec", "IVec") + [
+    f"(rule ((splice-demand v i w) (>= i 0) (< i (vec-length v)))"
+    f" ((vslice-demand v 0 i) (vslice-demand v (+ i 1) (vec-length v))) {_A})",
+    f"(rule ((splice-demand v i w) (= p (vslice v 0 i)) (= q (vslice v (+ i 1) (vec-length v))))"
+    f" ((set (splice v i w) (vec-append (vec-append p w) q))) {_A})",
+]
+_INSERT = _VSLICE + _fn("insert", "IVec i64 i64", "IVec") + [
+    f"(rule ((insert-demand v i k) (>= i 0) (<= i (vec-length v)))"
+    f" ((vslice-demand v 0 i) (vslice-demand v i (vec-length v))) {_A})",
+    f"(rule ((insert-demand v i k) (= p (vslice v 0 i)) (= q (vslice v i (vec-length v))))"
+    f" ((set (insert v i k) (vec-append (vec-push p k) q))) {_A})",
+]
+_REPEAT = _fn("repeat", "i64 i64", "IVec") + [
+    f"(rule ((repeat-demand n k) (<= n 0)) ((set (repeat n k) {_EMPTY})) {_A})",
+    f"(rule ((repeat-demand n k) (> n 0)) ((repeat-demand (- n 1) k)) {_A})",
+    f"(rule ((repeat-demand n k) (> n 0) (= p (repeat (- n 1) k))) ((set (repeat n k) (vec-push p k))) {_A})",
+]
+_IOTA = _fn("iota", "i64", "IVec") + [
+    f"(rule ((iota-demand n) (<= n 0)) ((set (iota n) {_EMPTY})) {_A})",
+    f"(rule ((iota-demand n) (> n 0)) ((iota-demand (- n 1))) {_A})",
+    f"(rule ((iota-demand n) (> n 0) (= p (iota (- n 1)))) ((set (iota n) (vec-push p (- n 1)))) {_A})",
+]
+_MOVEDIM = _INSERT + _IOTA + _fn("movedim-perm", "i64 i64 i64", "IVec") + [
+    f"(rule ((movedim-perm-demand r s t) (>= s 0) (< s r) (>= t 0) (< t r)) ((iota-demand r)) {_A})",
+    f"(rule ((movedim-perm-demand r s t) (= p (iota r))) ((insert-demand (vec-remove p s) t s)) {_A})",
+    f"(rule ((movedim-perm-demand r s t) (= p (iota r)) (= q (insert (vec-remove p s) t s)))"
+    f" ((set (movedim-perm r s t) q)) {_A})",
+]
+_OFFSET = _fn("offset", "IVec i64", "i64") + [
+    f"(rule ((offset-demand v i) (<= i 0)) ((set (offset v i) 0)) {_A})",
+    f"(rule ((offset-demand v i) (> i 0) (<= i (vec-length v))) ((offset-demand v (- i 1))) {_A})",
+    f"(rule ((offset-demand v i) (> i 0) (= o (offset v (- i 1)))) ((set (offset v i) (+ o (vec-get v (- i 1))))) {_A})",
+]
+
+
+def _movedim(r, s, t):
+    p = [i for i in range(r) if i != s]
+    p.insert(t, s)
+    return tuple(p)
+
+
+DERIVED: dict[str, Derived] = {d.name: d for d in (
+    Derived("splice", ("IVec", "i64", "IVec"), "IVec", tuple(_SPLICE),
+            lambda v, i, w: tuple(v[:i]) + tuple(w) + tuple(v[i + 1:])),
+    Derived("insert", ("IVec", "i64", "i64"), "IVec", tuple(_INSERT),
+            lambda v, i, k: tuple(v[:i]) + (k,) + tuple(v[i:])),
+    Derived("repeat", ("i64", "i64"), "IVec", tuple(_REPEAT), lambda n, k: (k,) * n),
+    Derived("movedim-perm", ("i64", "i64", "i64"), "IVec", tuple(_MOVEDIM), _movedim),
+    Derived("offset", ("IVec", "i64"), "i64", tuple(_OFFSET), lambda v, i: sum(v[:i])),
+)}

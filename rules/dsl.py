@@ -1,0 +1,408 @@
+"""The rule DSL: a rule is a pattern, a replacement and guards, written with torch-named constructors.
+
+    x = tensor("x"); s = ivec("s"); d, e = ints("d e")
+    rewrite("stack_split_all", stack(pieces(split(x, s, d)), e),
+            movedim(reshape(x, splice(x.shape, d, [s.len(), s[0]])), d, e),
+            when=[s == repeat(s.len(), s[0])], family="split_cat")
+
+Terms are plain trees (``Term``): variables, literals and calls. Ints, int lists and op keys overload
+Python's operators, so a guard reads ``x.shape[d] % 8 == 0``; a comparison builds a ``Guard``, never
+a bool. ``rules.compile`` turns a ``DslRule`` into egglog text; ``rules.checker`` evaluates the same
+trees with torch. Nothing here runs Python during saturation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from eqsat import ops
+
+# Sorts of DSL terms (egglog sorts, plus DTYPE for the dtype analysis' strings).
+TENSOR, INT, IVEC, STR, TLIST, TTUPLE, DTYPE = "Tensor", "i64", "IVec", "String", "TList", "TTuple", "Dtype"
+
+
+class Term:
+    """A DSL term; ints, int lists, dtypes and op keys compare and compute into new terms."""
+
+    sort: str
+
+    # -- ints and int lists ---------------------------------------------------------------------
+    def _bin(self, op: str, other, flip=False):
+        other = lift(other, INT if self.sort == INT else self.sort)
+        a, b = (other, self) if flip else (self, other)
+        if self.sort == IVEC and op == "+":
+            return Call("vec-append", (a, b), IVEC)
+        if self.sort != INT:
+            raise TypeError(f"{op} needs ints, got {self.sort}")
+        return Call(op, (a, b), INT)
+
+    def __add__(self, o): return self._bin("+", o)
+    def __radd__(self, o): return self._bin("+", o, True)
+    def __sub__(self, o): return self._bin("-", o)
+    def __rsub__(self, o): return self._bin("-", o, True)
+    def __mul__(self, o): return self._bin("*", o)
+    def __rmul__(self, o): return self._bin("*", o, True)
+    def __floordiv__(self, o): return self._bin("/", o)
+    def __mod__(self, o): return self._bin("%", o)
+
+    def _cmp(self, op: str, other) -> "Guard":
+        return Guard(op, self, lift(other, self.sort))
+
+    def __eq__(self, o): return self._cmp("=", o)        # type: ignore[override]
+    def __ne__(self, o): return self._cmp("!=", o)       # type: ignore[override]
+    def __lt__(self, o): return self._cmp("<", o)
+    def __le__(self, o): return self._cmp("<=", o)
+    def __gt__(self, o): return self._cmp(">", o)
+    def __ge__(self, o): return self._cmp(">=", o)
+    __hash__ = object.__hash__
+
+    # -- int lists ------------------------------------------------------------------------------
+    def __getitem__(self, i):
+        if self.sort == IVEC:
+            return Call("vec-get", (self, lift(i, INT)), INT)
+        if self.sort == TTUPLE:
+            return Call("Get", (self, lift(i, INT)), TENSOR)
+        raise TypeError(f"cannot index a {self.sort}")
+
+    def len(self) -> "Term":
+        return Call("vec-length", (self._need(IVEC),), INT)
+
+    def set(self, i, v) -> "Term":
+        return Call("vec-set", (self._need(IVEC), lift(i, INT), lift(v, INT)), IVEC)
+
+    def remove(self, i) -> "Term":
+        return Call("vec-remove", (self._need(IVEC), lift(i, INT)), IVEC)
+
+    # -- tensors --------------------------------------------------------------------------------
+    @property
+    def shape(self) -> "Term":
+        return Call("shape", (self._need(TENSOR),), IVEC)
+
+    @property
+    def dtype(self) -> "Term":
+        return Call("dtype", (self._need(TENSOR),), DTYPE)
+
+    @property
+    def ndim(self) -> "Term":
+        return self.shape.len()
+
+    def _need(self, sort: str) -> "Term":
+        if self.sort != sort:
+            raise TypeError(f"{self} is a {self.sort}, not a {sort}")
+        return self
+
+    def __iter__(self):  # `[a, *rest]`: a list variable spliced as the tail of a list pattern
+        if self.sort != TLIST:
+            raise TypeError(f"only a list variable can be spliced with *, not {self}")
+        yield Splat(self)
+
+    def __repr__(self) -> str:
+        from .pretty import show
+        return show(self)
+
+
+@dataclass(eq=False, repr=False)
+class Var(Term):
+    name: str
+    sort: str
+
+
+@dataclass(eq=False, repr=False)
+class Lit(Term):
+    value: object
+    sort: str
+
+
+@dataclass(eq=False, repr=False)
+class Call(Term):
+    """``fn`` is an egglog constructor (``Narrow``), primitive (``vec-get``), analysis (``shape``)
+    or derived function (``splice``, see ``rules.derived``)."""
+
+    fn: str
+    args: tuple
+    sort: str
+
+
+@dataclass(eq=False, repr=False)
+class TList(Term):
+    """A list pattern or value: fixed items, then an optional list variable as the tail."""
+
+    items: tuple
+    tail: Term | None = None
+    sort: str = TLIST
+
+
+@dataclass(eq=False, repr=False)
+class Pieces(Term):
+    """List pattern: every piece of ``split`` in order, each wrapped by ``each`` (a template)."""
+
+    split: Term
+    each: Callable[[Term], Term] | None = None
+    sort: str = TLIST
+
+
+@dataclass(eq=False, repr=False)
+class Each(Term):
+    """List pattern: a list whose every element matches ``template(a, b, …)``; ``outs`` are list
+    variables bound to the lists of ``a``s, ``b``s, …, whose elements share one dtype each."""
+
+    template: Callable[..., Term]
+    outs: tuple
+    when: Callable[..., list] | None = None
+    sort: str = TLIST
+
+
+@dataclass(eq=False)
+class Splat:
+    var: Term
+
+
+@dataclass(eq=False)
+class Guard:
+    """A condition ``lhs op rhs`` (op one of = != < <= > >=), compiled to one egglog fact."""
+
+    op: str
+    lhs: Term
+    rhs: Term
+
+    def __bool__(self):
+        raise TypeError("a DSL comparison is a guard, not a bool: put it in `when=[...]`")
+
+
+# -- variables ---------------------------------------------------------------------------------
+def _vars(names: str, sort: str):
+    vs = [Var(n, sort) for n in names.split()]
+    return vs[0] if len(vs) == 1 else vs
+
+
+def tensor(names: str): return _vars(names, TENSOR)
+def ints(names: str): return _vars(names, INT)
+def ivec(names: str): return _vars(names, IVEC)
+def opkey(names: str): return _vars(names, STR)
+def tlist(names: str): return _vars(names, TLIST)
+
+
+tensors, ivecs, opkeys, tlists = tensor, ivec, opkey, tlist
+
+
+def lift(v, sort: str) -> Term:
+    """A Python value as a term of ``sort``: ints, strings, lists (int lists or tensor lists)."""
+    if isinstance(v, Term):
+        if v.sort != sort and not (sort == DTYPE and v.sort == STR):
+            raise TypeError(f"expected a {sort}, got {v} ({v.sort})")
+        return v
+    if isinstance(v, bool):
+        raise TypeError("bools are not terms")
+    if isinstance(v, int) and sort == INT:
+        return Lit(v, INT)
+    if isinstance(v, str) and sort in (STR, DTYPE):
+        return Lit(v, sort)
+    if isinstance(v, (list, tuple)) and sort == IVEC:
+        return Call("vec-of", tuple(lift(i, INT) for i in v), IVEC)
+    if isinstance(v, (list, tuple)) and sort == TLIST:
+        items, tail = list(v), None
+        if items and isinstance(items[-1], Splat):
+            tail = items.pop().var
+        if any(isinstance(i, Splat) for i in items):
+            raise TypeError("a *list variable must come last in a list pattern")
+        return TList(tuple(lift(i, TENSOR) for i in items), tail)
+    raise TypeError(f"cannot use {v!r} as a {sort}")
+
+
+# -- constructors, named and ordered like torch ------------------------------------------------
+@dataclass(frozen=True)
+class Sig:
+    ctor: str
+    args: tuple
+    result: str = TENSOR
+
+
+SIGNATURES: dict[str, Sig] = {
+    "narrow": Sig("Narrow", (TENSOR, INT, INT, INT)),
+    "reshape": Sig("View", (TENSOR, IVEC)),
+    "permute": Sig("Permute", (TENSOR, IVEC)),
+    "expand": Sig("Expand", (TENSOR, IVEC)),
+    "unsqueeze": Sig("Unsqueeze", (TENSOR, INT)),
+    "squeeze": Sig("Squeeze", (TENSOR, INT)),
+    "contiguous": Sig("Contiguous", (TENSOR,)),
+    "cat": Sig("Cat", (TLIST, INT)),
+    "stack": Sig("Stack", (TLIST, INT)),
+    "split": Sig("Split", (TENSOR, IVEC, INT), TTUPLE),
+    "linear": Sig("Linear", (TENSOR, TENSOR, TENSOR)),
+    "mm": Sig("Mm", (TENSOR, TENSOR)),
+    "bmm": Sig("Bmm", (TENSOR, TENSOR)),
+    "matmul": Sig("Matmul", (TENSOR, TENSOR)),
+    "addmm": Sig("Addmm", (TENSOR, TENSOR, TENSOR)),
+    "baddbmm": Sig("Baddbmm", (TENSOR, TENSOR, TENSOR)),
+    "unary": Sig("Unary", (STR, TENSOR)),
+    "binary": Sig("Binary", (STR, TENSOR, TENSOR)),
+    "ternary": Sig("Ternary", (STR, TENSOR, TENSOR, TENSOR)),
+    "reduce": Sig("Reduce", (STR, TENSOR, IVEC, INT)),
+    "softmax_op": Sig("Softmax", (STR, TENSOR, INT)),
+    "input": Sig("Input", (STR,)),
+}
+
+
+def _call(name: str, *args) -> Term:
+    sig = SIGNATURES[name]
+    if len(args) != len(sig.args):
+        raise TypeError(f"{name} takes {len(sig.args)} arguments, got {len(args)}")
+    return Call(sig.ctor, tuple(lift(a, s) for a, s in zip(args, sig.args)), sig.result)
+
+
+def narrow(x, dim, start, length): return _call("narrow", x, dim, start, length)
+def reshape(x, shape): return _call("reshape", x, shape)
+def permute(x, perm): return _call("permute", x, perm)
+def expand(x, shape): return _call("expand", x, shape)
+def unsqueeze(x, dim): return _call("unsqueeze", x, dim)
+def squeeze(x, dim): return _call("squeeze", x, dim)
+def contiguous(x): return _call("contiguous", x)
+def cat(tensors, dim): return _call("cat", tensors, dim)
+def stack(tensors, dim): return _call("stack", tensors, dim)
+def split(x, sizes, dim): return _call("split", x, sizes, dim)
+def linear(x, w, b): return _call("linear", x, w, b)
+def mm(a, b): return _call("mm", a, b)
+def bmm(a, b): return _call("bmm", a, b)
+def matmul(a, b): return _call("matmul", a, b)
+def addmm(c, a, b): return _call("addmm", c, a, b)
+def baddbmm(c, a, b): return _call("baddbmm", c, a, b)
+def unary(key, x): return _call("unary", key, x)
+def binary(key, x, y): return _call("binary", key, x, y)
+def ternary(key, a, b, c): return _call("ternary", key, a, b, c)
+def where(cond, x, y): return ternary("where", cond, x, y)
+def view(x, shape): return reshape(x, shape)
+
+
+def pieces(s: Term, each: Callable[[Term], Term] | None = None) -> Pieces:
+    """All pieces of split ``s`` in order (optionally each wrapped, e.g. ``lambda p: squeeze(p, d)``)."""
+    if not (isinstance(s, Call) and s.fn == "Split"):
+        raise TypeError("pieces() takes a split(...) pattern")
+    return Pieces(s, each)
+
+
+def each(template: Callable[..., Term], *outs: Term, when: Callable[..., list] | None = None) -> Each:
+    """A list whose elements all match ``template``; ``outs`` receive the lists of its arguments."""
+    if any(not isinstance(o, Var) or o.sort != TLIST for o in outs):
+        raise TypeError("each(): outputs must be list variables")
+    return Each(template, tuple(outs), when)
+
+
+# Pointwise ops by their torch names: relu(x), add(x, y), where(c, x, y) (eqsat.ops is the table).
+def _pointwise(name: str, arity: int):
+    ctor = {1: unary, 2: binary, 3: ternary}[arity]
+    fn = lambda *args: ctor(name, *args)  # noqa: E731
+    fn.__name__ = name
+    return fn
+
+
+POINTWISE = {op.name: _pointwise(op.name, n)
+             for n, table in ((1, ops.UNARY), (2, ops.BINARY), (3, ops.TERNARY)) for op in table
+             if op.name != "where"}
+globals().update(POINTWISE)
+
+
+# -- derived int-list functions (rules.derived gives their egglog and Python meaning) -------------
+def splice(v, i, w) -> Term:
+    """``v[:i] + w + v[i+1:]``: entry i replaced by the list w (unflatten, merged split sizes)."""
+    return Call("splice", (lift(v, IVEC), lift(i, INT), lift(w, IVEC)), IVEC)
+
+
+def repeat(n, k) -> Term:
+    """``[k] * n``: a guard ``s == repeat(s.len(), s[0])`` says all sections are equal."""
+    return Call("repeat", (lift(n, INT), lift(k, INT)), IVEC)
+
+
+def insert(v, i, k) -> Term:
+    """``v[:i] + [k] + v[i:]``."""
+    return Call("insert", (lift(v, IVEC), lift(i, INT), lift(k, INT)), IVEC)
+
+
+def movedim_perm(rank, src, dst) -> Term:
+    """The permutation ``torch.movedim`` applies to a rank-``rank`` tensor."""
+    return Call("movedim-perm", (lift(rank, INT), lift(src, INT), lift(dst, INT)), IVEC)
+
+
+def offset(sizes, i) -> Term:
+    """``sum(sizes[:i])``: where piece i of a split starts."""
+    return Call("offset", (lift(sizes, IVEC), lift(i, INT)), INT)
+
+
+def rank(t: Term) -> Term:
+    """The rank of a tensor term as an int expression, without asking the shape analysis of a
+    term the replacement builds (its shape does not exist yet when the rule's query runs)."""
+    if isinstance(t, Call) and t.fn in ("View", "Permute", "Expand"):
+        return vec_len(t.args[1])
+    if isinstance(t, Call) and t.fn == "Unsqueeze":
+        return rank(t.args[0]) + 1
+    if isinstance(t, Call) and t.fn == "Squeeze":
+        return rank(t.args[0]) - 1
+    if isinstance(t, Call) and t.fn in ("Narrow", "Contiguous", "Unary"):
+        return rank(t.args[-1] if t.fn == "Unary" else t.args[0])
+    return t.ndim
+
+
+def vec_len(v: Term) -> Term:
+    """Length of an int-list term, symbolically (see ``rank``)."""
+    if isinstance(v, Call):
+        if v.fn == "vec-of":
+            return Lit(len(v.args), INT)
+        if v.fn == "splice":
+            return vec_len(v.args[0]) - 1 + vec_len(v.args[2])
+        if v.fn == "insert":
+            return vec_len(v.args[0]) + 1
+        if v.fn == "vec-remove":
+            return vec_len(v.args[0]) - 1
+        if v.fn == "vec-set":
+            return vec_len(v.args[0])
+        if v.fn == "vec-append":
+            return vec_len(v.args[0]) + vec_len(v.args[1])
+        if v.fn in ("repeat", "movedim-perm"):
+            return v.args[0]
+    return v.len()
+
+
+def movedim(x: Term, src, dst) -> Term:
+    """``torch.movedim(x, src, dst)`` as a permute."""
+    return permute(x, movedim_perm(rank(x), src, dst))
+
+
+# -- rules ---------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class DslRule:
+    """``lhs`` ⇒ ``rhs`` when every guard holds (and ``rhs`` ⇒ ``lhs`` too if ``bidirectional``)."""
+
+    name: str
+    lhs: Term
+    rhs: Term
+    when: list = field(default_factory=list)
+    family: str = "user"
+    doc: str = ""
+    bidirectional: bool = False
+
+    def __post_init__(self):
+        if self.lhs.sort != TENSOR or self.rhs.sort != TENSOR:
+            raise TypeError(f"rule {self.name!r}: pattern and replacement must be tensors")
+        if not self.doc:
+            arrow = " <=> " if self.bidirectional else " => "
+            guard = " if " + " and ".join(_show_guard(g) for g in self.when) if self.when else ""
+            self.doc = f"{self.lhs!r}{arrow}{self.rhs!r}{guard}"
+
+    def compile(self):
+        from .compile import compile_rule
+        return compile_rule(self)
+
+
+def _show_guard(g: Guard) -> str:
+    op = "==" if g.op == "=" else g.op
+    return f"{g.lhs!r} {op} {g.rhs!r}"
+
+
+def rewrite(name: str, lhs: Term, rhs: Term, when: Iterable[Guard] = (), family: str = "user",
+            doc: str = "") -> DslRule:
+    return DslRule(name, lhs, rhs, list(when), family, doc)
+
+
+def birewrite(name: str, lhs: Term, rhs: Term, when: Iterable[Guard] = (), family: str = "user",
+              doc: str = "") -> DslRule:
+    """Both directions: the guard must only use variables both sides bind."""
+    return DslRule(name, lhs, rhs, list(when), family, doc, bidirectional=True)

@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> Path:
         for model in args.models:
             for phase in phases:
                 for row, outcome in _run_model_phase(model, phase, args.modes, settings, bar):
+                    if bar is not None:
+                        bar.update(1)
                     row = {"model": model, **row, **meta}
                     rows.append(row)
                     results.write(json.dumps(row) + "\n")
@@ -98,21 +100,20 @@ def _run_model_phase(model: str, phase: str, modes: list[str], settings: dict, b
         reference = eager_reference(builder, phase, settings)
     except ModuleNotFoundError as err:  # e.g. transformers missing: skip the model, keep the run going
         for mode in modes:
-            _advance(bar, model, mode, phase)
+            _announce(bar, model, mode, phase)
             yield {"mode": mode, "phase": phase, "status": "skipped", "reason": str(err)}, None
         return
     for mode in modes:
-        _advance(bar, model, mode, phase)
+        _announce(bar, model, mode, phase)
         yield run_mode(builder, mode, phase, reference, settings)
 
 
-def _advance(bar, model: str, mode: str, phase: str) -> None:
+def _announce(bar, model: str, mode: str, phase: str) -> None:
     label = f"{model}/{mode}/{phase}"
     if bar is None:
         print(label, file=sys.stderr, flush=True)
     else:
         bar.set_description(label)
-        bar.update(1)
 
 
 def _save_outcome(out_dir: Path, row: dict, outcome) -> None:

@@ -152,7 +152,7 @@ class InterformerLayer(nn.Module):
 
 
 class Interformer(nn.Module):
-    def __init__(self, features: int, dim: int, seq_len: int, layers: int, summary_tokens: int = 2):
+    def __init__(self, features: int, dim: int, layers: int, summary_tokens: int = 2):
         super().__init__()
         self.features = features
         self.per_feature = nn.ModuleList(nn.Linear(dim, dim) for _ in range(features))
@@ -176,7 +176,7 @@ def build_interformer(size: str | int = "small", device="cpu", dtype=torch.float
     """Interformer-like: size = number of non-sequence features; sequence length 16, 2 layers."""
     gen = seeded(3)
     features, dim, seq_len = pick(size, tiny=4, small=16, medium=32, large=64), 16, 16
-    model = Interformer(features, dim, seq_len, layers=2)
+    model = Interformer(features, dim, layers=2)
     batch = _batch(size)
     inputs = (
         randn(gen, batch, features, dim, device=device, dtype=dtype),

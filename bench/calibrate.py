@@ -1,0 +1,240 @@
+"""Calibrate the cost model against Inductor: predicted vs generated kernels, and fitted α / β.
+
+For each graph of a corpus (random FX tangles built from the op table, plus ``bench.models`` when
+importable) this lowers the graph to terms, prices the input program with ``CostModel.program_cost``,
+compiles it with Inductor, and reads ``generated_kernel_count`` + extern calls. It prints one row per
+graph, the Spearman rank correlation and mean absolute error of the kernel counts, and α (µs per
+launch) / β (µs per byte) fitted by non-negative least squares to the measured latency.
+
+    python -m bench.calibrate --device cpu --graphs 40
+    python -m bench.calibrate --device cuda --graphs 60 --models
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.optimize import nnls
+from scipy.stats import spearmanr
+
+import rules.library as library
+from bench.measure import latency_ms
+from eqsat.cost import CostModel
+from eqsat.egraph import Budget, Session
+from eqsat.extract import bottom_up
+from eqsat.serialized import parse
+from fx_bridge import inductor_metrics
+from fx_bridge.lower import lower
+
+UNARY = [torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.gelu]
+BINARY = [torch.add, torch.mul, torch.sub]
+
+
+# -- the random corpus ----------------------------------------------------------------------------
+class _Builder:
+    """Grows one FX graph of 2-D activations: every op picks operands of the shape it needs."""
+
+    def __init__(self, rng: random.Random, rows: int, width: int):
+        self.rng, self.rows = rng, rows
+        self.graph = torch.fx.Graph()
+        self.inputs: list[torch.Tensor] = []
+        self.vals: list[tuple[torch.fx.Node, tuple]] = []
+        self.used: set[torch.fx.Node] = set()
+        self.vals.append((self.placeholder((rows, width)), (rows, width)))
+
+    def placeholder(self, shape, param: bool = False) -> torch.fx.Node:
+        t = torch.randn(*shape) * 0.1
+        self.inputs.append(torch.nn.Parameter(t, requires_grad=False) if param else t)
+        return self.graph.placeholder(f"{'w' if param else 'x'}{len(self.inputs)}")
+
+    def pick(self, shape=None):
+        pool = [v for v in self.vals if shape is None or v[1] == shape] or self.vals
+        node, shp = self.rng.choice(pool[-6:])
+        self.used.add(node)
+        return node, shp
+
+    def call(self, fn, args, shape, kwargs=None):
+        node = self.graph.call_function(fn, tuple(args), kwargs or {})
+        self.vals.append((node, shape))
+        return node
+
+    def step(self) -> None:
+        rng, rows = self.rng, self.rows
+        op = rng.choice(["unary", "unary", "binary", "binary", "linear", "split", "cat", "reduce",
+                         "layer_norm", "softmax", "narrow"])
+        x, (r, d) = self.pick()
+        if op == "unary":
+            self.call(rng.choice(UNARY), [x], (r, d))
+        elif op == "binary":
+            y, _ = self.pick((r, d))
+            self.call(rng.choice(BINARY), [x, y if _ == (r, d) else x], (r, d))
+        elif op == "linear":
+            out = rng.choice([32, 64, 128, 256])
+            w, b = self.placeholder((out, d), True), self.placeholder((out,), True)
+            self.call(F.linear, [x, w, b], (r, out))
+        elif op == "split" and d % 2 == 0 and d >= 16:
+            n = rng.choice([2, 4]) if d % 4 == 0 else 2
+            parts = self.graph.call_function(torch.split, (x, d // n, 1))
+            for i in range(n):
+                self.call(__import__("operator").getitem, [parts, i], (r, d // n))
+        elif op == "cat":
+            pieces = [x] + [self.pick()[0] for _ in range(rng.choice([1, 2]))]
+            shapes = {n: s for n, s in self.vals}
+            pieces = [p for p in pieces if shapes[p][0] == r]
+            self.call(torch.cat, [pieces, 1], (r, sum(shapes[p][1] for p in pieces)))
+        elif op == "reduce":
+            s = self.call(torch.sum, [x, -1], (r, 1), {"keepdim": True})
+            self.call(torch.sub, [x, s], (r, d))
+        elif op == "layer_norm":
+            w, b = self.placeholder((d,), True), self.placeholder((d,), True)
+            self.call(F.layer_norm, [x, (d,), w, b], (r, d))
+        elif op == "softmax":
+            self.call(torch.softmax, [x, -1], (r, d))
+        elif op == "narrow" and d > 8:
+            self.call(torch.narrow, [x, 1, rng.randrange(d // 2), d // 2], (r, d // 2))
+
+    def finish(self) -> tuple[torch.fx.GraphModule, list[torch.Tensor]]:
+        nodes = [n for n, _ in self.vals]
+        sinks = [n for n in nodes if n.op != "placeholder" and n not in self.used and not n.users]
+        self.graph.output(tuple(sinks or nodes[-1:]))
+        self.graph.eliminate_dead_code()
+        return torch.fx.GraphModule(torch.nn.Module(), self.graph), self.inputs
+
+
+def random_graph(seed: int):
+    rng = random.Random(seed)
+    b = _Builder(rng, rows=rng.choice([64, 256, 1024, 4096]), width=rng.choice([64, 128, 256]))
+    for _ in range(rng.randint(3, 16)):
+        b.step()
+    return b.finish()
+
+
+def model_graphs(device: str):
+    """Dynamo graphs of every ``bench.models`` entry that builds here (name, gm, inputs)."""
+    try:
+        from bench.models import NEEDS_TRANSFORMERS, REGISTRY
+    except ImportError:
+        return
+    for name, build in REGISTRY.items():
+        if name in NEEDS_TRANSFORMERS:
+            continue
+        try:
+            model, inputs = build("small", device, torch.float32)
+        except Exception:
+            continue
+        captured = []
+
+        def grab(gm, example_inputs):
+            captured.append((gm, list(example_inputs)))
+            return gm.forward
+
+        torch._dynamo.reset()
+        with torch.no_grad():
+            torch.compile(model, backend=grab)(*inputs)
+        for i, (gm, ins) in enumerate(captured):
+            yield f"{name}/{i}", gm, ins
+
+
+# -- one measurement --------------------------------------------------------------------------------
+@dataclass
+class Row:
+    name: str
+    terms: int
+    predicted: int
+    measured: int
+    extern_pred: int
+    extern_meas: int
+    bytes: float
+    ms: float
+
+
+def predict(gm, inputs, model: CostModel):
+    lowered = lower(gm, inputs)
+    session = Session([], library.shape_rules())
+    session.commands(lowered.commands)
+    session.saturate(Budget(iterations=0), families=[])
+    view = parse(session.serialize())
+    roots = [view.lets[r] for r in lowered.roots if r in view.lets]
+    choice = bottom_up(view, roots, model.node_cost)  # no rules ran: this is the input program
+    return model.program_cost(view, choice, roots), lowered.num_terms
+
+
+def measure(gm, inputs, device: str) -> tuple[dict, float]:
+    from torch._inductor.compile_fx import compile_fx
+
+    inputs = [t.detach().to(device) for t in inputs]
+    inductor_metrics.reset()
+    with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"):
+        compiled = compile_fx(gm, inputs)
+        counts = inductor_metrics.kernel_counts()
+        ms = latency_ms(lambda: compiled(*inputs), device, min_seconds=0.2)
+    return counts, ms
+
+
+def calibrate(graphs, device: str, model: CostModel) -> list[Row]:
+    rows = []
+    for name, gm, inputs in graphs:
+        try:
+            cost, terms = predict(gm, inputs, model)
+            counts, ms = measure(gm, inputs, device)
+        except Exception as e:  # one broken graph must not end the run: report and go on
+            print(f"  skip {name}: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
+            if __debug__ and "-v" in __import__("sys").argv:
+                traceback.print_exc()
+            continue
+        rows.append(Row(name, terms, cost.kernels, counts["total"], cost.extern, counts["extern"],
+                        cost.bytes, ms))
+        print(f"  {name:24s} terms={terms:4d} predicted={cost.kernels:3d} measured={counts['total']:3d}"
+              f" (extern {cost.extern}/{counts['extern']})  {ms:.3f} ms")
+    return rows
+
+
+def fit_alpha_beta(rows: list[Row]) -> tuple[float, float, float]:
+    """α µs/launch, β µs/byte and a per-call constant, by non-negative least squares on latency."""
+    a = np.array([[r.measured, r.bytes, 1.0] for r in rows])
+    t = np.array([r.ms * 1e3 for r in rows])
+    (alpha, beta, const), _ = nnls(a, t)
+    return alpha, beta, const
+
+
+def report(rows: list[Row]) -> None:
+    print("\n| graph | terms | predicted kernels | measured kernels | extern pred/meas | MB moved | ms |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r.name} | {r.terms} | {r.predicted} | {r.measured} | {r.extern_pred}/{r.extern_meas}"
+              f" | {r.bytes / 1e6:.2f} | {r.ms:.3f} |")
+    pred, meas = [r.predicted for r in rows], [r.measured for r in rows]
+    rho = spearmanr(pred, meas).statistic if len(rows) > 2 else float("nan")
+    mae = statistics.fmean(abs(p - m) for p, m in zip(pred, meas)) if rows else float("nan")
+    exact = sum(p == m for p, m in zip(pred, meas))
+    print(f"\ngraphs={len(rows)}  Spearman={rho:.3f}  MAE={mae:.2f} kernels  exact={exact}/{len(rows)}")
+    if len(rows) >= 3:
+        alpha, beta, const = fit_alpha_beta(rows)
+        print(f"fitted on latency: alpha={alpha:.2f} us/launch  beta={beta:.3e} us/byte"
+              f"  (+{const:.1f} us per call)")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--graphs", type=int, default=30, help="random graphs in the corpus")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--models", action="store_true", help="add bench.models graphs to the corpus")
+    ap.add_argument("-v", action="store_true", help="tracebacks for skipped graphs")
+    args = ap.parse_args(argv)
+    model = CostModel.for_device(args.device)
+    corpus = [(f"random/{s}", *random_graph(s)) for s in range(args.seed, args.seed + args.graphs)]
+    rows = calibrate(corpus, args.device, model)
+    if args.models:
+        rows += calibrate(model_graphs(args.device), args.device, model)
+    report(rows)
+
+
+if __name__ == "__main__":
+    main()

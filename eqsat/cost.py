@@ -48,16 +48,20 @@ class CostModel:
     alpha: float = 5.0        # µs per kernel launch
     beta: float = 1e-4        # µs per byte read or written
     frozen_params: bool = False  # weights folded by Inductor (freezing): a cat of params is free
-    pointwise_cat_inputs: int = 0  # GPU Inductor lowers cats of ≤ 8 inputs to a fusible pointwise op
+    pointwise_cat_inputs: int = 8  # GPU Inductor lowers cats of ≤ 8 inputs to a fusible pointwise op
+    outer_loop_fusion: bool = False  # the C++ (CPU) backend fuses every loop nest sharing the outer loop
 
     @classmethod
     def for_device(cls, device: str, **kw) -> "CostModel":
-        """CPU Inductor always emits ConcatKernel; GPU fuses small cats into their pointwise users."""
-        return cls(pointwise_cat_inputs=8 if device == "cuda" else 0, **kw)
+        """CPU Inductor always emits ConcatKernel and fuses by outer loop; the default is the GPU."""
+        if device == "cpu":
+            kw = {"pointwise_cat_inputs": 0, "outer_loop_fusion": True, **kw}
+        return cls(**kw)
 
     # -- whole program -------------------------------------------------------------------------
     def program_cost(self, view: EGraphView, choice: Choice, roots: Iterable[str]) -> ProgramCost:
-        groups, nbytes = plan_program(view, choice, roots, self.frozen_params, self.pointwise_cat_inputs)
+        groups, nbytes = plan_program(view, choice, roots, self.frozen_params,
+                                      self.pointwise_cat_inputs, self.outer_loop_fusion)
         extern = sum(1 for g in groups if g[0].kind == "extern")
         generated = len(groups) - extern
         return ProgramCost(generated, extern, nbytes,

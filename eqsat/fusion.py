@@ -72,6 +72,7 @@ class Kernel:
     out_bytes: float
     space: tuple[int, int]      # (outer numel, reduced numel); pointwise is (numel, 1)
     reads: dict[str, float] = field(default_factory=dict)  # buffer → bytes read
+    lead: int = 0               # extent of the first dim: the CPU backend fuses loops sharing it
 
 
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
@@ -200,16 +201,15 @@ class _Planner:
                     reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
                     writers.append(f"copy:{cls}:{i}")
                     kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
-                                          (max(numel(view, e), 1), 1), reads))
+                                          (max(numel(view, e), 1), 1), reads, _lead(view, e)))
                 continue
             reads = reads_of(cls)
             users = self.users.get(cls, [])
             if k in ("pointwise", "cat") and not self._must_materialize(cls, users, reads, root_bufs, in_place):
                 inlined[cls] = reads
                 continue
-            space = self._space(cls, k)
             kernels.append(Kernel(len(kernels), "reduction" if k == "reduction" else "pointwise",
-                                  cls, out_bytes, space, reads))
+                                  cls, out_bytes, self._space(cls, k), reads, _lead(view, cls)))
         return kernels
 
     def _must_materialize(self, cls, users, reads, root_bufs, in_place) -> bool:
@@ -231,8 +231,16 @@ class _Planner:
         return (n_out, max(n_in // n_out, 1))
 
 
-def _compatible(a: Kernel, b: Kernel) -> bool:
-    """Iteration spaces Inductor's scheduler can put in one loop nest."""
+def _lead(view: EGraphView, cls: str) -> int:
+    shp = view.shape.get(cls)
+    return shp[0] if shp else 1
+
+
+def _compatible(a: Kernel, b: Kernel, outer_loop: bool) -> bool:
+    """Iteration spaces Inductor's scheduler can put in one kernel: the C++ backend fuses any loop
+    nests with the same outer loop (outer-loop fusion); Triton needs matching (numel, rnumel)."""
+    if outer_loop:
+        return a.lead == b.lead
     if a.kind == "pointwise" and b.kind == "pointwise":
         return a.space[0] == b.space[0]
     if a.kind == "reduction" and b.kind == "reduction":
@@ -275,7 +283,7 @@ class _Groups:
         return True
 
 
-def schedule(kernels: list[Kernel], aliases: dict[str, list[str]]) -> list[list[Kernel]]:
+def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: bool) -> list[list[Kernel]]:
     """Fuse fusible kernels into groups; extern kernels stay alone.
 
     ``aliases`` maps a cat buffer to the buffers written into its slices: reading it depends on them.
@@ -295,7 +303,7 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]]) -> list[list[
     for k in fusible:  # vertical: producer → consumer
         for buf in k.reads:
             p = producer.get(buf)
-            if p is not None and p.kind != "extern" and _compatible(p, k):
+            if p is not None and p.kind != "extern" and _compatible(p, k, outer_loop):
                 groups.try_merge(p.index, k.index)
     readers: dict[str, list[Kernel]] = {}
     for k in fusible:  # horizontal: kernels sharing a read
@@ -303,7 +311,7 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]]) -> list[list[
             readers.setdefault(buf, []).append(k)
     for ks in readers.values():
         for a, b in zip(ks, ks[1:]):
-            if _compatible(a, b):
+            if _compatible(a, b, outer_loop):
                 groups.try_merge(a.index, b.index)
     out: dict[int, list[Kernel]] = {}
     for k in kernels:
@@ -325,12 +333,13 @@ def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: se
 
 
 def plan_program(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_params: bool = False,
-                 pointwise_cat_inputs: int = 0) -> tuple[list[list[Kernel]], float]:
+                 pointwise_cat_inputs: int = 0, outer_loop_fusion: bool = False
+                 ) -> tuple[list[list[Kernel]], float]:
     """(fused kernel groups, bytes moved) for the program ``choice`` describes."""
     roots = list(roots)
     planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs)
     kernels = planner.plan()
-    groups = schedule(kernels, planner.cat_writers)
+    groups = schedule(kernels, planner.cat_writers, outer_loop_fusion)
     consumers: dict[str, set[int]] = {}
     for k in kernels:
         for buf in k.reads:

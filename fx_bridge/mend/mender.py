@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from fx_bridge.mend import runtime
@@ -47,15 +48,45 @@ def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> Men
             break
         report.patch.apply(decisions)
         current = detect(fn, args, kwargs, explain=explain)
+        if _drop_fallbacks(current, report.decisions):
+            report.patch.undo()
+            report.patch.apply(report.decisions)
+            current = detect(fn, args, kwargs, explain=explain)
+    if current.breaks > before.breaks:
+        _undo_all(report, f"undone: breaks rose {before.breaks} -> {current.breaks}")
+        current = detect(fn, args, kwargs, explain=explain)
     report.after = current
     report.outputs_equal, report.detail = compare(reference, current.output)
     if not report.outputs_equal:
-        report.patch.undo()
-        for d in report.decisions:
-            if d.rule:
-                d.rule, d.reason = None, f"undone: outputs changed ({report.detail})"
+        _undo_all(report, f"undone: outputs changed ({report.detail})")
         report.after = detect(fn, args, kwargs, explain=explain)
     return report
+
+
+def _undo_all(report: MendReport, reason: str) -> None:
+    report.patch.undo()
+    for d in report.decisions:
+        if d.rule:
+            d.rule, d.reason = None, reason
+
+
+def _drop_fallbacks(detection: Detection, decisions: list[Decision]) -> bool:
+    """Refuse rewrites whose runtime helper fell back to Python at trace time (values of
+    different shape/dtype/device, or a condition that is not a 1-element tensor)."""
+    dropped = False
+    for site in detection.sites:
+        if os.path.realpath(site.filename) != os.path.realpath(runtime.__file__):
+            continue
+        callers = [f for f in site.frames if os.path.realpath(f[0]) != os.path.realpath(runtime.__file__)]
+        if not callers:
+            continue
+        filename, line = callers[-1]
+        for d in decisions:
+            if d.rule and d.filename == filename and d.stmt.lineno <= line <= d.stmt.end_lineno:
+                d.rule, d.reason = None, (f"{d.rule} fell back at trace time: values differ in shape/dtype/"
+                                          "device, or the condition is not a 1-element tensor")
+                dropped = True
+    return dropped
 
 
 def _dedupe(decisions: list[Decision], earlier: list[Decision]) -> list[Decision]:

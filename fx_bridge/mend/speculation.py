@@ -68,6 +68,8 @@ def tensor_names(expr: ast.expr, scope: Scope) -> set[str]:
             root = func.value  # walk `n.abs().isinf()...` back to `n`
             while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute) and root.func.attr in _CHAIN:
                 root = root.func.value
+            if isinstance(root, ast.Compare) and len(root.ops) == 1:
+                root = root.left  # `(n > 0).all()`
             if isinstance(root, ast.Name):
                 names.add(root.id)
     return names

@@ -1,0 +1,132 @@
+"""Small functions with known graph breaks (the mender reads this file's source)."""
+
+import logging
+import warnings
+
+import torch
+
+log = logging.getLogger("mend_samples")
+
+
+def where_if_else(x):
+    y = x * 2
+    if y.sum() > 0:
+        z = y + 1
+    else:
+        z = y * 3
+    return z * 2
+
+
+def where_return(x):
+    y = x + 1
+    if (y > 0).all():
+        return y * 2
+    else:
+        return y + 5
+
+
+def fp16_guard(h):
+    h = h * 1
+    # HF overflow guard (BART/Marian/LED encoder layers)
+    if h.dtype == torch.float16 and (torch.isinf(h).any() or torch.isnan(h).any()):
+        clamp_value = torch.finfo(h.dtype).max - 1000
+        h = torch.clamp(h, min=-clamp_value, max=clamp_value)
+    return h + 1
+
+
+def maybe_update(x, scale):
+    y = x * scale
+    if y.abs().max() > 10:
+        y = torch.clamp(y, min=-10.0, max=10.0)
+    return y - 1
+
+
+def near_miss_side_effect(x, seen):
+    y = x * 2
+    if y.sum() > 0:
+        y = y + 1
+        seen.append(1)
+    return y * 2
+
+
+def near_miss_shapes(x):
+    y = x * 2
+    if y.sum() > 0:
+        z = y.sum()
+    else:
+        z = y
+    return z + 1
+
+
+def near_miss_unbound(x):
+    y = x * 2
+    if y.sum() > 0:
+        w = y + 1
+    return w * 2
+
+
+def side_effects(x):
+    y = x * 2
+    print("y is", y)
+    log.warning("sum %s", y.sum())
+    warnings.warn("careful", FutureWarning)
+    y.add_(100)
+    return y * 3
+
+
+def print_then_raise(x, fail):
+    y = x + 1
+    print("before", y)
+    if fail:
+        raise KeyError("boom")
+    return y * 2
+
+
+def shadowed_print(x, print):
+    y = x * 2
+    print("y is", y)
+    return y * 3
+
+
+def guard(x):
+    y = x * 2
+    if (y < 0).any():
+        raise ValueError("negative input")
+    return y + 1
+
+
+def guard_equal(mask, x):
+    y = x * 2
+    if not torch.equal(mask, torch.ones_like(mask)):
+        raise ValueError("mask must be all ones")
+    return y + 1
+
+
+def guard_in_try(x):
+    y = x * 2
+    try:
+        if (y < 0).any():
+            raise ValueError("negative input")
+    except ValueError:
+        y = -y
+    return y + 1
+
+
+def guard_dynamic_message(x):
+    y = x * 2
+    if (y < 0).any():
+        raise ValueError(f"negative input {y}")
+    return y + 1
+
+
+def mixed(x):
+    y = x.sin()
+    print("mixed", y.shape)
+    if y.sum() > 0:
+        y = y + 1
+    return y.cos()
+
+
+def mixed_factory():
+    """CLI factory: (model, inputs)."""
+    return mixed, (torch.arange(4.0),)

@@ -1,0 +1,171 @@
+"""Each rewrite kind on small functions: breaks really drop, outputs match the original code,
+and near-misses are left alone (with the reason reported)."""
+
+import contextlib
+import io
+import logging
+import warnings
+
+import pytest
+import torch
+
+import mend_samples as s
+from fx_bridge.mend import compile as mend_compile
+from fx_bridge.mend import detect, mend
+from fx_bridge.mend.detect import DATA_DEPENDENT, SIDE_EFFECT, VALIDATION
+
+
+@pytest.fixture
+def mended():
+    """mend(fn, args) that undoes the in-process patch after the test."""
+    reports = []
+
+    def run(fn, *args):
+        report = mend(fn, args, explain=False)
+        reports.append(report)
+        return report
+
+    yield run
+    for report in reports:
+        report.patch.undo()
+
+
+def compiled_eager(fn):
+    torch._dynamo.reset()
+    return mend_compile(fn, backend="eager")
+
+
+def test_where_if_else_removes_break_and_matches_both_branches(mended):
+    original = {x: s.where_if_else(x) for x in (torch.ones(3), -torch.ones(3))}
+    report = mended(s.where_if_else, torch.ones(3))
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    assert [d.rule for d in report.decisions] == ["where"]
+    assert report.before.sites[0].category == DATA_DEPENDENT and report.before.sites[0].gb_code == "GB0170"
+    f = compiled_eager(s.where_if_else)
+    for x, expected in original.items():
+        assert torch.equal(f(x), expected)  # the untaken input exercises the other branch
+
+
+def test_where_return_form(mended):
+    expected = [s.where_return(x) for x in (torch.ones(2), -torch.ones(2) * 3)]
+    report = mended(s.where_return, torch.ones(2))
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    f = compiled_eager(s.where_return)
+    assert torch.equal(f(torch.ones(2)), expected[0]) and torch.equal(f(-torch.ones(2) * 3), expected[1])
+
+
+def test_fp16_guard_static_prefix(mended):
+    h = torch.tensor([1.0, float("inf"), -float("inf")], dtype=torch.float16)
+    expected16, expected32 = s.fp16_guard(h), s.fp16_guard(h.float())
+    report = mended(s.fp16_guard, h)
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    assert report.outputs_equal
+    f = compiled_eager(s.fp16_guard)
+    assert torch.equal(f(h), expected16)
+    assert torch.equal(f(h.float()), expected32)  # static prefix false: the guard is skipped as before
+    finite = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    assert torch.equal(f(finite), s.fp16_guard.__wrapped__(finite) if hasattr(s.fp16_guard, "__wrapped__") else finite + 1)
+
+
+def test_else_less_maybe_update(mended):
+    x = torch.tensor([1.0, -4.0, 3.0])
+    expected = {scale: s.maybe_update(x, scale) for scale in (1.0, 10.0)}
+    report = mended(s.maybe_update, x, 10.0)
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    f = compiled_eager(s.maybe_update)
+    for scale, value in expected.items():
+        assert torch.equal(f(x, scale), value)
+
+
+def test_near_miss_branch_with_side_effect_left_alone(mended):
+    report = mended(s.near_miss_side_effect, torch.ones(2), [])
+    assert report.decisions[0].rule is None
+    assert "seen.append" in report.decisions[0].reason
+    assert report.after.breaks == report.before.breaks == 1
+
+
+def test_near_miss_unbound_name_left_alone(mended):
+    report = mended(s.near_miss_unbound, torch.ones(2))
+    assert report.decisions[0].rule is None and "unbound" in report.decisions[0].reason
+
+
+def test_near_miss_different_shapes_keeps_original_choice(mended):
+    """select() compares shapes at trace time; they differ, so the original branch stays."""
+    expected = [s.near_miss_shapes(x) for x in (torch.ones(3), -torch.ones(3))]
+    report = mended(s.near_miss_shapes, torch.ones(3))
+    assert report.after.breaks == report.before.breaks == 1
+    assert any("differ in shape" in d.reason for d in report.decisions if d.rule is None)
+    f = compiled_eager(s.near_miss_shapes)
+    assert torch.equal(f(torch.ones(3)), expected[0]) and torch.equal(f(-torch.ones(3)), expected[1])
+
+
+def test_deferred_effects_keep_order_and_pre_mutation_values(mended):
+    report = mended(s.side_effects, torch.ones(2))
+    assert report.before.breaks >= 2 and report.after.breaks == 0
+    assert {site.category for site in report.before.sites} == {SIDE_EFFECT}
+    f = compiled_eager(s.side_effects)
+    events = []
+    handler = logging.Handler()
+    handler.emit = lambda record: events.append(("log", record.getMessage()))
+    s.log.addHandler(handler)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = f(torch.ones(2))
+    finally:
+        s.log.removeHandler(handler)
+    assert torch.equal(result, s.side_effects(torch.ones(2)))
+    assert out.getvalue() == "y is tensor([2., 2.])\n"  # cloned before y.add_(100)
+    assert events == [("log", "sum tensor(4.)")]
+    warn_line = next(i for i, line in enumerate(open(s.__file__), 1) if 'warnings.warn("careful"' in line)
+    assert [(w.category, str(w.message), w.filename, w.lineno) for w in caught] == [
+        (FutureWarning, "careful", s.__file__, warn_line)]  # attributed to the original line
+
+
+def test_deferred_print_emitted_when_call_raises(mended):
+    mended(s.print_then_raise, torch.ones(2), False)
+    f = compiled_eager(s.print_then_raise)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(KeyError):
+        f(torch.ones(2), True)
+    assert out.getvalue() == "before tensor([2., 2.])\n"
+
+
+def test_shadowed_print_left_alone(mended):
+    report = mended(s.shadowed_print, torch.ones(2), print)
+    assert report.decisions[0].rule is None and "not provably" in report.decisions[0].reason
+    assert report.after.breaks == report.before.breaks
+
+
+def test_trap_lowers_guard_and_restores_exception_type(mended):
+    report = mended(s.guard, torch.ones(2))
+    assert report.before.sites[0].category == VALIDATION
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    f = compiled_eager(s.guard)
+    assert torch.equal(f(torch.ones(2)), s.guard(torch.ones(2)))
+    with pytest.raises(ValueError, match="^negative input$"):
+        f(-torch.ones(2))
+    with pytest.raises(ValueError, match="^negative input$"):
+        s.guard(-torch.ones(2))  # the mended code run eagerly raises exactly as before
+
+
+def test_trap_torch_equal_guard(mended):
+    report = mended(s.guard_equal, torch.ones(3), torch.ones(3))
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    f = compiled_eager(s.guard_equal)
+    with pytest.raises(ValueError, match="mask must be all ones"):
+        f(torch.tensor([1.0, 0.0, 1.0]), torch.ones(3))
+
+
+@pytest.mark.parametrize("fn,why", [(s.guard_in_try, "inside try"), (s.guard_dynamic_message, "constant")])
+def test_trap_near_misses_left_alone(mended, fn, why):
+    report = mended(fn, torch.ones(2))
+    assert report.decisions and report.decisions[0].rule is None and why in report.decisions[0].reason
+    assert report.after.breaks == report.before.breaks
+
+
+def test_detect_counts_graphs_not_just_explain():
+    det = detect(s.mixed, (torch.arange(4.0),))
+    assert det.graphs == 3 and det.breaks == 2
+    assert {site.category for site in det.sites} == {SIDE_EFFECT, DATA_DEPENDENT}

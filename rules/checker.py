@@ -60,7 +60,7 @@ class Evaluator:
 
     def tensor(self, t, shape=None):
         if isinstance(t, dsl.Var):
-            return self._bind(t, lambda: self._randn(shape or self._rand_shape()))
+            return self._bind(t, lambda: self._randn(shape if shape is not None else self._rand_shape()))
         return self.ev(t)
 
     def int(self, t, lo: int, hi: int) -> int:
@@ -79,7 +79,8 @@ class Evaluator:
         raise Reject(why)
 
     def _rand_shape(self, rank: int | None = None):
-        rank = self.rng.randint(1, 4) if rank is None else rank
+        if rank is None:
+            rank = 0 if self.rng.random() < 0.1 else self.rng.randint(1, 4)
         return tuple(self.rng.randint(1, 4) for _ in range(rank))
 
     def _randn(self, shape):
@@ -142,6 +143,8 @@ class Evaluator:
         def shape_for():
             return hint(out[0]) if hint and out else None
 
+        if isinstance(t, dsl.Var):
+            return list(self.ev(t))
         if isinstance(t, dsl.Pieces):
             return [self._each_piece(t, p) for p in self.ev(t.split)]
         if isinstance(t, dsl.Each):
@@ -150,7 +153,7 @@ class Evaluator:
             out.append(self.tensor(item, shape_for()))
         if t.tail is not None:
             if isinstance(t.tail, dsl.Var) and id(t.tail) not in self.env and self.sampling:
-                self.env[id(t.tail)] = [self._randn(shape_for() or self._rand_shape())
+                self.env[id(t.tail)] = [self.tensor(dsl.Var("_", dsl.TENSOR), shape_for())
                                         for _ in range(self.rng.randint(0, 2))]
             out += list(self.ev(t.tail))
         return out
@@ -265,7 +268,9 @@ class Evaluator:
 
     def _broadcast_partner(self, X):
         mode = self.rng.choice(("same", "same", "scalar", "one"))
-        if mode == "scalar" or X.ndim == 0:
+        if X.ndim == 0:
+            return None
+        if mode == "scalar":
             return ()
         if mode == "one":
             k = self.rng.randrange(X.ndim)

@@ -61,6 +61,14 @@ _MOVEDIM = _INSERT + _IOTA + _fn("movedim-perm", "i64 i64 i64", "IVec") + [
     f"(rule ((movedim-perm-demand r s t) (= p (iota r)) (= q (insert (vec-remove p s) t s)))"
     f" ((set (movedim-perm r s t) q)) {_A})",
 ]
+_GATHER = _fn("gather", "IVec IVec", "IVec") + _fn("gather-acc", "IVec IVec i64", "IVec") + [
+    f"(rule ((gather-demand p q)) ((gather-acc-demand p q (vec-length q))) {_A})",
+    f"(rule ((gather-acc-demand p q k) (<= k 0)) ((set (gather-acc p q k) {_EMPTY})) {_A})",
+    f"(rule ((gather-acc-demand p q k) (> k 0) (<= k (vec-length q))) ((gather-acc-demand p q (- k 1))) {_A})",
+    f"(rule ((gather-acc-demand p q k) (> k 0) (= a (gather-acc p q (- k 1))) (= j (vec-get q (- k 1)))"
+    f" (>= j 0) (< j (vec-length p))) ((set (gather-acc p q k) (vec-push a (vec-get p j)))) {_A})",
+    f"(rule ((gather-demand p q) (= a (gather-acc p q (vec-length q)))) ((set (gather p q) a)) {_A})",
+]
 _OFFSET = _fn("offset", "IVec i64", "i64") + [
     f"(rule ((offset-demand v i) (<= i 0)) ((set (offset v i) 0)) {_A})",
     f"(rule ((offset-demand v i) (> i 0) (<= i (vec-length v))) ((offset-demand v (- i 1))) {_A})",
@@ -81,5 +89,7 @@ DERIVED: dict[str, Derived] = {d.name: d for d in (
             lambda v, i, k: tuple(v[:i]) + (k,) + tuple(v[i:])),
     Derived("repeat", ("i64", "i64"), "IVec", tuple(_REPEAT), lambda n, k: (k,) * n),
     Derived("movedim-perm", ("i64", "i64", "i64"), "IVec", tuple(_MOVEDIM), _movedim),
+    Derived("iota", ("i64",), "IVec", tuple(_IOTA), lambda n: tuple(range(n))),
+    Derived("gather", ("IVec", "IVec"), "IVec", tuple(_GATHER), lambda p, q: tuple(p[j] for j in q)),
     Derived("offset", ("IVec", "i64"), "i64", tuple(_OFFSET), lambda v, i: sum(v[:i])),
 )}

@@ -322,6 +322,16 @@ def movedim_perm(rank, src, dst) -> Term:
     return Call("movedim-perm", (lift(rank, INT), lift(src, INT), lift(dst, INT)), IVEC)
 
 
+def iota(n) -> Term:
+    """``[0, 1, …, n-1]``: the identity permutation."""
+    return Call("iota", (lift(n, INT),), IVEC)
+
+
+def gather(p, q) -> Term:
+    """``[p[j] for j in q]``: ``x.permute(p).permute(q) == x.permute(gather(p, q))``."""
+    return Call("gather", (lift(p, IVEC), lift(q, IVEC)), IVEC)
+
+
 def offset(sizes, i) -> Term:
     """``sum(sizes[:i])``: where piece i of a split starts."""
     return Call("offset", (lift(sizes, IVEC), lift(i, INT)), INT)
@@ -356,8 +366,10 @@ def vec_len(v: Term) -> Term:
             return vec_len(v.args[0])
         if v.fn == "vec-append":
             return vec_len(v.args[0]) + vec_len(v.args[1])
-        if v.fn in ("repeat", "movedim-perm"):
+        if v.fn in ("repeat", "movedim-perm", "iota"):
             return v.args[0]
+        if v.fn == "gather":
+            return vec_len(v.args[1])
     return v.len()
 
 

@@ -1,28 +1,92 @@
-"""The rule library: every built-in rule, user registrations, and selection by family or name."""
+"""The rule library: every built-in rule, user registrations, and selection by family or name.
+
+A rule is a ``DslRule`` (compiled here, after the checks in ``validate``) or a hand-written
+``eqsat.rule.Rule``. ``register`` takes rules or modules of rules; ``select`` also accepts DSL rules
+in ``extra`` (that is how ``eqsat_backend(extra_rules=[...])`` reaches it).
+"""
 from __future__ import annotations
 
+import types
+from functools import lru_cache
 from typing import Iterable
 
 from eqsat.rule import Rule
 
-from .basic import BASIC_RULES
+from .algebra import ALGEBRA_DSL, ALGEBRA_HAND
+from .basic import BASIC_DSL
+from .compile import RuleError
+from .dsl import DslRule
 from .shape import SHAPE_RULES
+from .split_cat import SPLIT_CAT_DSL, SPLIT_CAT_HAND
 
 _USER_RULES: list[Rule] = []
 
 
+def builtin_dsl_rules() -> list[DslRule]:
+    """The built-in rules written in the DSL (``check`` runs on these)."""
+    return BASIC_DSL + SPLIT_CAT_DSL + ALGEBRA_DSL
+
+
+@lru_cache(maxsize=1)
+def _builtin() -> tuple[Rule, ...]:
+    return tuple(r.compile() for r in builtin_dsl_rules()) + tuple(SPLIT_CAT_HAND + ALGEBRA_HAND)
+
+
 def builtin_rules() -> list[Rule]:
-    return list(BASIC_RULES)
+    return list(_builtin())
 
 
-def register(*rules: Rule) -> None:
-    """Add user rules; they run with the built-in ones in every later compile."""
+def validate(rule: Rule | DslRule) -> Rule:
+    """The rule as the engine runs it, or ``RuleError`` naming the rule and what is wrong with it:
+    an unbound variable, egglog that does not compile, or (DSL rules, on sampled instances) a
+    replacement whose shape or dtype differs from the pattern's."""
+    if isinstance(rule, DslRule):
+        compiled = rule.compile()
+        from .checker import check  # torch only when a rule is actually checked
+        res = check(rule, want=8, tries=200, values=False)
+        if not res.ok:
+            raise RuleError(res.problems[0])
+        rule = compiled
+    if not isinstance(rule, Rule):
+        raise TypeError(f"not a rule: {rule!r}")
+    from eqsat.egraph import EGraphError, Session
+    try:
+        Session([rule], shape_rules())
+    except EGraphError as e:
+        raise RuleError(str(e)) from None
+    return rule
+
+
+def _flatten(items) -> list:
+    out = []
+    for it in items:
+        if isinstance(it, types.ModuleType):
+            found = getattr(it, "RULES", None)
+            out += list(found) if found is not None else [v for v in vars(it).values()
+                                                          if isinstance(v, (Rule, DslRule))]
+        elif isinstance(it, (list, tuple)):
+            out += _flatten(it)
+        else:
+            out.append(it)
+    return out
+
+
+def register(*rules: Rule | DslRule | types.ModuleType) -> None:
+    """Add user rules (or every rule of a module: its ``RULES`` list, else its top-level rules);
+    they run with the built-in ones in every later compile and report firings under their names."""
     names = {r.name for r in all_rules()}
-    for r in rules:
+    checked = []
+    for r in _flatten(rules):
         if r.name in names:
-            raise ValueError(f"rule {r.name!r} is already registered")
+            raise RuleError(f"rule {r.name!r} is already registered")
         names.add(r.name)
-        _USER_RULES.append(r)
+        checked.append(validate(r))
+    _USER_RULES.extend(checked)
+
+
+def unregister(*names: str) -> None:
+    """Remove user rules by name (tests, notebooks)."""
+    _USER_RULES[:] = [r for r in _USER_RULES if r.name not in names]
 
 
 def all_rules() -> list[Rule]:
@@ -30,11 +94,14 @@ def all_rules() -> list[Rule]:
 
 
 def select(families: Iterable[str] | None = None, disabled: Iterable[str] = (),
-           extra: Iterable[Rule] = ()) -> list[Rule]:
+           extra: Iterable[Rule | DslRule] = ()) -> list[Rule]:
     """Rules to run: all (or the named families), minus rules or families named in ``disabled``."""
     off = set(disabled)
     fams = set(families) if families is not None else None
-    rules = all_rules() + list(extra)
+    extra = [validate(r) if isinstance(r, DslRule) else r for r in extra]
+    if fams is not None:
+        fams |= {r.family for r in extra}  # rules passed explicitly always run
+    rules = all_rules() + extra
     return [r for r in rules
             if r.name not in off and r.family not in off and (fams is None or r.family in fams)]
 

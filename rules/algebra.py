@@ -1,0 +1,81 @@
+"""Algebra greedy matching cannot reach: pointwise ops commute with slicing and concatenation, view
+chains fold. This is what lets split-cat patterns meet across a relu or an add.
+
+Directions converge: slices move towards the inputs (``narrow(f(x)) → f(narrow(x))``), cats move
+towards the outputs (``cat([f(a), f(b)]) → f(cat([a, b]))``); each step makes a term closer to the
+leaves or merges two, so the rules cannot feed themselves forever.
+
+A binary op commutes with a slice only when its other operand is sliced the same way: same shape,
+rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to every piece alike).
+"""
+from eqsat.rule import Rule
+
+from .dsl import (binary, cat, each, insert, ints, ivecs, narrow, opkey, reshape, rewrite, split,
+                  squeeze, stack, tensor, tlists, unary, unsqueeze)
+from .split_cat import CAT_CONTEXT
+
+x, y = tensor("x"), tensor("y")
+f = opkey("f")
+d, a, m, i = ints("d a m i")
+s = ivecs("s")
+as_, bs = tlists("as bs")
+
+
+def _r(name, lhs, rhs, *when, doc=""):
+    return rewrite(name, lhs, rhs, when, family="algebra", doc=doc)
+
+
+# The two slices and how each cuts a tensor: (name, slice of t).
+SLICES = [("narrow", lambda t: narrow(t, d, a, m)), ("split", lambda t: split(t, s, d)[i])]
+# How a binary op's operands are sliced: (case, guard, (sliced x, sliced y)); `cut` slices a tensor.
+BINARY_CASES = [
+    ("same", lambda: [x.shape == y.shape], lambda cut: (cut(x), cut(y))),
+    ("rhs_scalar", lambda: [y.ndim == 0], lambda cut: (cut(x), y)),
+    ("lhs_scalar", lambda: [x.ndim == 0], lambda cut: (x, cut(y))),
+    ("rhs_bcast", lambda: [y.ndim == x.ndim, y.shape[d] == 1], lambda cut: (cut(x), y)),
+    ("lhs_bcast", lambda: [x.ndim == y.ndim, x.shape[d] == 1], lambda cut: (x, cut(y))),
+]
+
+SLICE_RULES = [_r(f"{name}_unary", cut(unary(f, x)), unary(f, cut(x))) for name, cut in SLICES] + [
+    _r(f"{name}_binary_{case}", cut(binary(f, x, y)), binary(f, *operands(cut)), *guard())
+    for name, cut in SLICES for case, guard, operands in BINARY_CASES
+]
+
+CONCAT_RULES = [
+    _r("cat_unary", cat(each(lambda p: unary(f, p), as_), d), unary(f, cat(as_, d))),
+    _r("stack_unary", stack(each(lambda p: unary(f, p), as_), d), unary(f, stack(as_, d))),
+    _r("cat_binary_same", cat(each(lambda p, q: binary(f, p, q), as_, bs, when=lambda p, q: [p.shape == q.shape]), d),
+       binary(f, cat(as_, d), cat(bs, d))),
+    _r("cat_binary_scalar", cat(each(lambda p: binary(f, p, y), as_, when=lambda p: [y.ndim == 0]), d),
+       binary(f, cat(as_, d), y)),
+]
+
+VIEW_RULES = [
+    _r("unsqueeze_as_view", unsqueeze(x, d), reshape(x, insert(x.shape, d, 1)),
+       doc="unsqueeze is a reshape, so it folds into view chains"),
+    _r("squeeze_as_view", squeeze(x, d), reshape(x, x.shape.remove(d)),
+       doc="squeeze (of a size-1 dim) is a reshape, so it folds into view chains"),
+]
+
+ALGEBRA_DSL = SLICE_RULES + CONCAT_RULES + VIEW_RULES
+
+# -- cat of cat on the same dim: hand-written (the inner cat may sit anywhere in the list) ----------
+_A = ":ruleset analysis"
+APPEND = (  # Appended(m, r, o): o is the list m followed by r, built on demand
+    "(relation AppendDemand (TList TList))",
+    "(relation Appended (TList TList TList))",
+    f"(rule ((AppendDemand m r) (= m (TNil))) ((Appended m r r)) {_A})",
+    f"(rule ((AppendDemand m r) (= m (TCons h u))) ((AppendDemand u r)) {_A})",
+    f"(rule ((AppendDemand m r) (= m (TCons h u)) (Appended u r o)) ((Appended m r (TCons h o))) {_A})",
+)
+_INNER = "(CatCell l d) (= l (TCons (Cat m d) r))"
+CAT_FLATTEN = Rule(
+    "cat_flatten", "algebra", "cat([..., cat(m, d), ...], d) = cat([..., *m, ...], d)",
+    (f"(rule ({_INNER}) ((AppendDemand m r)))",
+     f"(rule ({_INNER} (Appended m r o)) ((CatAlt l d o)))",
+     f"(rule ({_INNER} (CatAlt r d r2)) ((AppendDemand m r2)))",
+     f"(rule ({_INNER} (CatAlt r d r2) (Appended m r2 o)) ((CatAlt l d o)))"),
+    CAT_CONTEXT + APPEND,
+)
+
+ALGEBRA_HAND = [CAT_FLATTEN]

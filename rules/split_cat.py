@@ -1,0 +1,93 @@
+"""The Optimus split-cat family (torch/_inductor/fx_passes/split_cat.py) as rewrite rules.
+
+Lowering already spells every pattern canonically: ``unbind`` is ``split(x, [1]*n, d)`` + ``squeeze``
+(so Optimus' *merge_split_squeeze* holds by construction), ``chunk`` is a split, ``x[a:b]`` a narrow.
+"All pieces", "equal sections" and "each piece squeezed / reshaped" are DSL list patterns and guards;
+a shuffled order or a missing piece never matches them. Pieces used elsewhere too stay available:
+the e-graph keeps both forms and extraction decides.
+"""
+from eqsat.rule import Rule
+
+from .derived import DERIVED
+from .dsl import (cat, ints, ivecs, movedim, pieces, repeat, reshape, rewrite, splice, split,
+                  squeeze, stack, tensor)
+
+x = tensor("x")
+s, t = ivecs("s t")
+c, d, e, i, j = ints("c d e i j")
+S = split(x, s, d)
+n, k = s.len(), s[0]
+equal = s == repeat(n, k)                            # every section has size k
+unbound = pieces(S, each=lambda p: squeeze(p, d))    # x.unbind(d), as lowering spells it
+unflat = reshape(x, splice(x.shape, d, [n, k]))      # x.unflatten(d, (n, k)): piece index at d
+
+
+def _r(name, lhs, rhs, *when, doc=""):
+    return rewrite(name, lhs, rhs, when, family="split_cat", doc=doc)
+
+
+SPLIT_CAT_DSL = [
+    _r("split_single", S[0], x, n == 1,
+       doc="remove_split_with_size_one: a split into one section is its input"),
+    _r("merge_splits", split(S[i], t, d)[j], split(x, splice(s, i, t), d)[i + j],
+       doc="merge_splits: a split of a split piece on the same dim is one split of the input"),
+    _r("cat_split_all", cat(pieces(S), d), x,
+       doc="mutate_cat / split_cat: cat of every piece, in order, on the split dim is the input"),
+    _r("cat_split_other_dim", cat(pieces(S), c),
+       reshape(movedim(unflat, d, c), x.shape.set(d, k).set(c, n * x.shape[c])), equal, c != d,
+       doc="split_cat with cat dim != split dim and equal sections: unflatten, movedim, flatten"),
+    _r("stack_split_all", stack(pieces(S), e), movedim(unflat, d, e), equal,
+       doc="split_stack_to_cats: stack of every equal piece is a view (+ permute) of the input"),
+    _r("stack_reshaped_pieces", stack(pieces(S, each=lambda p: reshape(p, t)), e),
+       movedim(reshape(movedim(unflat, d, 0), [n] + t), 0, e), equal,
+       doc="move_reshape_out_of_split_stack: stack of equally reshaped equal pieces"),
+    _r("unbind_stack", stack(unbound, e), movedim(x, d, e), s == repeat(n, 1),
+       doc="unbind_stack: stack of every unbind piece is a movedim of the input"),
+    _r("unbind_cat", cat(unbound, e),
+       reshape(movedim(x, d, e), x.shape.remove(d).set(e, n * x.shape.remove(d)[e])), s == repeat(n, 1),
+       doc="unbind_cat_to_view: cat of every unbind piece is movedim + flatten of the input"),
+]
+
+# -- runs of pieces inside a longer cat: hand-written (a list pattern cannot say "somewhere inside") --
+_A = ":ruleset analysis"
+# CatCell(l, d): l is a cell of a cat's list on dim d. CatAlt(l, d, l2): in such a cat, the cells l
+# and l2 concatenate to the same tensor; it propagates to the cells before, and the cat is unioned.
+CAT_CONTEXT = (
+    "(relation CatCell (TList i64))",
+    "(relation CatAlt (TList i64 TList))",
+    f"(rule ((= c (Cat l d))) ((CatCell l d)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons h r))) ((CatCell r d)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons h r)) (CatAlt r d r2)) ((CatAlt l d (TCons h r2))) {_A})",
+    f"(rule ((= c (Cat l d)) (CatAlt l d l2)) ((union c (Cat l2 d))) {_A})",
+)
+# Every piece of a split exists as a Get, so "the next cell is not the next piece" is decidable.
+# SplitRun(l, S, i, j, tail): l starts with pieces i..j-1 of S (split on the cat dim), then tail,
+# and the run cannot be extended to the right.
+SPLIT_RUNS = (
+    "(relation SplitRun (TList TTuple i64 i64 TList))",
+    f"(rule ((= S (Split x s d))) ((Get S 0)) {_A})",
+    f"(rule ((= g (Get S i)) (= S (Split x s d)) (< (+ i 1) (vec-length s))) ((Get S (+ i 1))) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (= S (Split x s d)) (= r (TNil)))"
+    f" ((SplitRun l S i (+ i 1) r)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (= S (Split x s d)) (= (+ i 1) (vec-length s)))"
+    f" ((SplitRun l S i (+ i 1) r)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (= S (Split x s d)) (= r (TCons h u))"
+    f" (= g (Get S (+ i 1))) (!= h g)) ((SplitRun l S i (+ i 1) r)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (SplitRun r S (+ i 1) j tail))"
+    f" ((SplitRun l S i j tail)) {_A})",
+)
+_RUN = "(CatCell l d) (SplitRun l S i j tail) (>= (- j i) 2) (= S (Split x s d))"
+_NARROW = "(Narrow x d a (- b a))"
+
+CAT_SPLIT_RUN = Rule(
+    "cat_split_run", "split_cat",
+    "split_cat_to_slices / merge_getitem_cat: a maximal run of consecutive pieces inside a cat on the"
+    " split dim becomes one narrow of the input",
+    (f"(rule ({_RUN}) ((offset-demand s i) (offset-demand s j)))",
+     f"(rule ({_RUN} (= a (offset s i)) (= b (offset s j))) ((CatAlt l d (TCons {_NARROW} tail))))",
+     f"(rule ({_RUN} (= a (offset s i)) (= b (offset s j)) (CatAlt tail d t2))"
+     f" ((CatAlt l d (TCons {_NARROW} t2))))"),
+    CAT_CONTEXT + SPLIT_RUNS + DERIVED["offset"].decls,
+)
+
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN]

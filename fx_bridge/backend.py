@@ -32,7 +32,7 @@ class EqsatBackend:
             opts = Options.of({**_fields(self.options), **kwargs["options"]})
         new_gm, report = optimize_or_keep(gm, example_inputs, opts)
         self.reports.append(report)
-        compile_fx = torch_compat.compile_fx()
+        compile_fx = torch_compat.compile_fx() if opts.inner == "inductor" else _eager
         if new_gm is gm:
             return compile_fx(gm, example_inputs)
         try:
@@ -42,6 +42,10 @@ class EqsatBackend:
                         type(e).__name__, e)
             report.skipped = f"inductor failed on optimized graph: {type(e).__name__}"
             return compile_fx(gm, example_inputs)
+
+
+def _eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    return gm.forward
 
 
 def _fields(opts: Options) -> dict:

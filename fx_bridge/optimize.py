@@ -42,6 +42,7 @@ class Options:
     validate: bool = False                    # run original and optimized side by side
     mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
     always_raise: bool = False                # rebuild the graph even when nothing is cheaper
+    inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
     cost: CostModel = field(default_factory=CostModel)
 
     @classmethod

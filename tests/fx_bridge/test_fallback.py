@@ -1,0 +1,50 @@
+"""The backend never breaks a compile: failures of ours fall back to the original graph."""
+import torch
+
+from eqsat.rule import Rule
+from fx_bridge import eqsat_backend
+
+
+def _f(x):
+    return torch.cat(torch.split(x.relu(), 2, dim=1), dim=1) * 3
+
+
+BROKEN = Rule("broken", "algebra", "refers to a constructor that does not exist",
+              ("(rewrite (NoSuchOp x) x)",))
+
+
+def test_broken_rule_falls_back_with_a_warning(eqsat_log):
+    x = torch.randn(4, 8)
+    backend = eqsat_backend(extra_rules=[BROKEN], inner="eager")
+    out = torch.compile(_f, backend=backend)(x)
+    torch.testing.assert_close(out, _f(x))
+    assert "internal error" in backend.reports[0].skipped and "broken" in backend.reports[0].skipped
+    assert any("keeping the original graph" in r.message for r in eqsat_log.records)
+
+
+def test_mutation_is_skipped_with_a_reason(eqsat_log):
+    def g(x):
+        y = x * 2
+        y.add_(1)
+        return y.relu()
+
+    x = torch.randn(3, 4)
+    backend = eqsat_backend(inner="eager")
+    torch.testing.assert_close(torch.compile(g, backend=backend)(x), g(x))
+    assert "mutation" in backend.reports[0].skipped
+    assert any("skipped" in r.message for r in eqsat_log.records)
+
+
+def test_dynamic_shapes_are_skipped_not_broken():
+    x = torch.randn(5, 8)
+    backend = eqsat_backend(inner="eager")
+    compiled = torch.compile(_f, backend=backend, dynamic=True)
+    torch.testing.assert_close(compiled(x), _f(x))
+    assert "symbolic" in backend.reports[0].skipped
+
+
+def test_validation_mode_reports_ok():
+    x = torch.randn(4, 8)
+    backend = eqsat_backend(inner="eager", validate=True, always_raise=True)
+    torch.testing.assert_close(torch.compile(_f, backend=backend)(x), _f(x))
+    assert backend.reports[0].validated == "ok"

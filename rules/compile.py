@@ -1,5 +1,6 @@
-"""DSL rule → ``eqsat.rule.Rule``: one egglog ``rule`` per direction, plus a demand rule when the
-replacement or a guard needs a derived function (see ``rules.derived``).
+"""DSL rule → ``eqsat.rule.Rule``: one egglog ``rule`` per direction, plus (among its declarations,
+in the analysis ruleset) a demand rule when the replacement or a guard needs a derived function
+(see ``rules.derived``).
 
 The pattern becomes one nested query term bound to ``_root``; every ``x.shape`` / ``x.dtype`` becomes
 a query variable (actions cannot read functions); list patterns become facts over generated cons-list
@@ -138,11 +139,10 @@ def _direction(r: dsl.DslRule, lhs, rhs) -> tuple[list[str], list[str]]:
     for g in r.when:
         q.guard(g)
     action = f"(union _root {q.expr(rhs)})"
-    cmds = []
-    if q.demands:
-        cmds.append(f"(rule ({' '.join(q.facts)}) ({' '.join(dict.fromkeys(q.demands))}))")
-    cmds.append(f"(rule ({' '.join(q.facts + q.late)}) ({action}))")
-    return cmds, q.decls
+    decls = list(q.decls)
+    if q.demands:  # in the analysis ruleset, so firing counts only ever count real rewrites
+        decls.append(f"(rule ({' '.join(q.facts)}) ({' '.join(dict.fromkeys(q.demands))}) :ruleset analysis)")
+    return [f"(rule ({' '.join(q.facts + q.late)}) ({action}))"], decls
 
 
 def check_bound(r: dsl.DslRule) -> None:

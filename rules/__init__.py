@@ -1,0 +1,16 @@
+"""The rule library and its DSL.
+
+    from rules.dsl import rewrite, tensor, ints, cat, narrow, relu
+    x = tensor("x"); d, a, n = ints("d a n")
+    rules.register(rewrite("narrow_relu", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n))))
+"""
+from .library import all_rules, builtin_rules, register, select, unregister, validate
+
+
+def check(rule, **kw):
+    """Compare a DSL rule's pattern and replacement on random instances (see ``rules.checker``)."""
+    from .checker import check as _check  # torch is imported only when a rule is checked
+    return _check(rule, **kw)
+
+
+__all__ = ["all_rules", "builtin_rules", "check", "register", "select", "unregister", "validate"]

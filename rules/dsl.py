@@ -396,17 +396,13 @@ class DslRule:
             raise TypeError(f"rule {self.name!r}: pattern and replacement must be tensors")
         if not self.doc:
             arrow = " <=> " if self.bidirectional else " => "
-            guard = " if " + " and ".join(_show_guard(g) for g in self.when) if self.when else ""
+            from .pretty import show_guard
+            guard = " if " + " and ".join(show_guard(g) for g in self.when) if self.when else ""
             self.doc = f"{self.lhs!r}{arrow}{self.rhs!r}{guard}"
 
     def compile(self):
         from .compile import compile_rule
         return compile_rule(self)
-
-
-def _show_guard(g: Guard) -> str:
-    op = "==" if g.op == "=" else g.op
-    return f"{g.lhs!r} {op} {g.rhs!r}"
 
 
 def rewrite(name: str, lhs: Term, rhs: Term, when: Iterable[Guard] = (), family: str = "user",

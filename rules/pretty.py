@@ -23,7 +23,10 @@ def show(t) -> str:
     if isinstance(t, dsl.Each):
         params = [dsl.Var(o.name.rstrip("s") or "a", dsl.TENSOR) for o in t.outs]
         names = ", ".join(p.name for p in params)
-        return f"[{show(t.template(*params))} for {names} in zip({', '.join(o.name for o in t.outs)})]"
+        source = t.outs[0].name if len(t.outs) == 1 else f"zip({', '.join(o.name for o in t.outs)})"
+        guards = [show_guard(g) for g in (t.when(*params) if t.when else [])]
+        cond = f" if {' and '.join(guards)}" if guards else ""
+        return f"[{show(t.template(*params))} for {names} in {source}{cond}]"
     return _show_call(t)
 
 
@@ -39,6 +42,8 @@ def _show_call(t: dsl.Call) -> str:
         return f"{show(a[0])}[{show(a[1])}]"
     if t.fn in ("shape", "dtype"):
         return f"{show(a[0])}.{t.fn}"
+    if t.fn == "vec-length" and isinstance(a[0], dsl.Call) and a[0].fn == "shape":
+        return f"{show(a[0].args[0])}.ndim"
     if t.fn == "vec-length":
         return f"len({show(a[0])})"
     if t.fn == "vec-append":
@@ -49,3 +54,8 @@ def _show_call(t: dsl.Call) -> str:
         return f"{a[0].value}({', '.join(show(x) for x in a[1:])})"
     name = _TORCH_NAME.get(t.fn, t.fn.replace("-", "_"))
     return f"{name}({', '.join(show(x) for x in a)})"
+
+
+def show_guard(g) -> str:
+    op = "==" if g.op == "=" else g.op
+    return f"{show(g.lhs)} {op} {show(g.rhs)}"

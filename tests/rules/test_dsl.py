@@ -1,0 +1,93 @@
+"""The DSL: it compiles to egglog, reads back like the math, and refuses malformed rules by name."""
+import types
+
+import pytest
+
+import rules
+from rules.__main__ import main
+from rules.compile import RuleError
+from rules.dsl import (birewrite, cat, eq, ints, ivec, narrow, opkey, pieces, relu, rewrite, split,
+                       tensor, tlist, unary)
+
+x, y = tensor("x"), tensor("y")
+d, a, n, e = ints("d a n e")
+s = ivec("s")
+
+
+def test_a_rule_compiles_to_one_egglog_rule():
+    r = rewrite("cat_all", cat(pieces(split(x, s, d)), d), x).compile()
+    (cmd,) = r.commands
+    assert cmd.startswith("(rule (") and "(union _root x)" in cmd and "(Cat _l1 d)" in cmd
+    assert any(decl.startswith("(relation Pieces_") for decl in r.decls)
+
+
+def test_guards_and_shapes_become_query_facts():
+    r = rewrite("g", narrow(x, d, a, n), x, when=[x.shape[d] % 8 == 0, x.dtype == y.dtype]).compile
+    with pytest.raises(RuleError, match="'g'.*guard uses y"):
+        r()
+    cmd = rewrite("g", narrow(x, d, a, n), x, when=[x.shape[d] % 8 == 0]).compile().commands[0]
+    assert "(= _s1 (shape x))" in cmd and "(= (% (vec-get _s1 d) 8) 0)" in cmd
+
+
+def test_doc_reads_like_the_math():
+    r = rewrite("narrow_relu", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n)), when=[n > 0])
+    assert r.doc == "narrow(relu(x), d, a, n) => relu(narrow(x, d, a, n)) if n > 0"
+
+
+def test_bidirectional_compiles_both_ways():
+    r = birewrite("relu_narrow", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n)))
+    assert len(r.compile().commands) == 2
+    assert rules.check(r).ok
+
+
+def test_a_comparison_is_not_a_bool():
+    with pytest.raises(TypeError, match="guard"):
+        if x.ndim == 2:
+            pass
+
+
+def test_list_pattern_cannot_be_a_replacement():
+    with pytest.raises(RuleError, match="only appear in the pattern"):
+        rewrite("p", split(x, s, d)[a], cat(pieces(split(x, s, d)), d)).compile()
+
+
+@pytest.mark.parametrize("rule, message", [
+    (rewrite("unbound_var", relu(x), relu(y)), "'unbound_var': replacement uses y, which the pattern does not bind"),
+    (rewrite("shape_changer", narrow(x, d, a, n), x), "'shape_changer'.*shape-changing rewrite"),
+    (rewrite("dtype_changer", relu(x), eq(x, x)), "'dtype_changer'.*dtype torch.bool"),
+    (rewrite("bad_replacement", relu(x), cat([x, relu(x)], e)), "'bad_replacement'"),
+])
+def test_register_refuses_malformed_rules(rule, message):
+    with pytest.raises(RuleError, match=message):
+        rules.register(rule)
+    assert rule.name not in {r.name for r in rules.all_rules()}
+
+
+def test_register_a_module_and_see_it_listed(capsys):
+    f = opkey("f")
+    mod = types.ModuleType("my_rules")
+    mod.RULES = [rewrite("my_narrow_unary", narrow(unary(f, x), d, a, n), unary(f, narrow(x, d, a, n)))]
+    rules.register(mod)
+    try:
+        assert "my_narrow_unary" in {r.name for r in rules.select()}
+        assert "my_narrow_unary" not in {r.name for r in rules.select(disabled=["my_narrow_unary"])}
+        with pytest.raises(RuleError, match="already registered"):
+            rules.register(mod)
+        assert main(["list"]) == 0
+        out = capsys.readouterr().out
+        assert "my_narrow_unary" in out and "cat_split_all" in out and "split_cat" in out
+    finally:
+        rules.unregister("my_narrow_unary")
+
+
+def test_select_compiles_dsl_rules_passed_as_extra():
+    r = rewrite("extra_rule", relu(relu(x)), relu(x))
+    chosen = rules.select(families=["split_cat"], extra=[r])
+    assert {c.family for c in chosen} == {"split_cat", "user"}
+    assert "extra_rule" in {c.name for c in chosen}
+
+
+def test_list_variable_must_be_last():
+    rest = tlist("rest")
+    with pytest.raises(TypeError, match="last"):
+        cat([*rest, x], d)

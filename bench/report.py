@@ -103,4 +103,14 @@ def render(rows: list[dict], meta: dict) -> str:
     for phase in dict.fromkeys(row["phase"] for row in rows):
         lines += ["", f"## {'Inference' if phase == 'infer' else 'Training step'} ({phase})", ""]
         lines += _table([r for r in rows if r["phase"] == phase], modes)
+    lines += _skipped_graphs(rows)
     return "\n".join(lines) + "\n"
+
+
+def _skipped_graphs(rows: list[dict]) -> list[str]:
+    """Graphs the optimizer handed to Inductor unchanged because it could not handle them."""
+    notes = [
+        f"- {r['model']} / {r['mode']} / {r['phase']}: {g['skipped'].splitlines()[0][:160]}"
+        for r in rows for g in r.get("graphs") or [] if g.get("skipped")
+    ]
+    return ["", "## Graphs the optimizer skipped", "", *notes] if notes else []

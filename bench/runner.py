@@ -95,6 +95,8 @@ def _summarize_reports(reports: list[dict]) -> dict:
         return sum(values) if values else None
 
     return {
+        "graphs_changed": sum(1 for r in reports if r.get("changed")),
+        "graphs_skipped": sum(1 for r in reports if r.get("skipped")),
         "optimizer_s": total("optimizer_seconds"),
         "egraph_nodes": total("egraph_nodes"),
         "cost_before": total("cost_before"),
@@ -135,7 +137,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome | None
     if reference is not None:
         row["max_abs_err"] = measure.max_abs_error(outcome.outputs, reference.outputs)
         row["max_abs_err_grad"] = _grad_error(outcome.grads, reference.grads)
-    row["latency_ms"] = measure.latency_ms(step, settings["device"], settings.get("min_seconds", 0.5))
+    row.update(measure.latency_ms(step, settings["device"], settings.get("min_seconds", 0.5)))
     row["peak_mem_bytes"] = measure.peak_memory_bytes(step, settings["device"])
     return row, outcome
 

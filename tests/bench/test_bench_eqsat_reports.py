@@ -13,12 +13,12 @@ from bench.runner import _summarize_reports, eager_reference, run_mode
 
 
 class _Report:
-    def __init__(self, nodes):
-        self.nodes = nodes
+    def __init__(self, nodes, skipped=""):
+        self.nodes, self.skipped = nodes, skipped
 
     def to_dict(self):
         return {"optimizer_seconds": 0.5, "egraph_nodes": self.nodes, "rules_fired": {"cat_of_split": 2},
-                "cost_before": 10.0, "cost_after": 4.0}
+                "cost_before": 10.0, "cost_after": 4.0, "changed": not self.skipped, "skipped": self.skipped}
 
 
 class _InductorWithReports:
@@ -33,8 +33,8 @@ class _InductorWithReports:
 
 
 def test_reports_are_summed_over_graphs():
-    summary = _summarize_reports([_Report(3).to_dict(), _Report(5).to_dict()])
-    assert summary == {"optimizer_s": 1.0, "egraph_nodes": 8, "cost_before": 20.0, "cost_after": 8.0,
+    summary = _summarize_reports([_Report(3).to_dict(), _Report(5, skipped="unsupported op").to_dict()])
+    assert summary == {"graphs_changed": 1, "graphs_skipped": 1, "optimizer_s": 1.0, "egraph_nodes": 8, "cost_before": 20.0, "cost_after": 8.0,
                        "rules_fired": {"cat_of_split": 4}}
 
 

@@ -52,3 +52,9 @@ def test_config_patch_switches_optimus_only_for_its_mode():
 
 def test_run_tag_names_date_torch_and_device():
     assert re.fullmatch(r"\d{4}-\d\d-\d\d_torch-\d+\.\d+\.\d+\w*_cpu[-\w.]*", run_tag("cpu"))
+
+
+def test_graphs_the_optimizer_skipped_are_listed_with_reasons():
+    row = {**_row("a", "eqsat", 10, 1.0), "graphs": [{"skipped": "internal error: X\nmore"}, {"skipped": ""}]}
+    text = report.render([row], {"tag": "t", "torch": "x", "device_name": "cpu", "size": "tiny", "dtype": "float32"})
+    assert "- a / eqsat / infer: internal error: X" in text and "more" not in text

@@ -129,6 +129,21 @@ def explain_break_count(fn, args=(), kwargs=None) -> int:
         reset()
 
 
+@contextlib.contextmanager
+def cold_compile_caches():
+    """Turn off the on-disk FX-graph/AOT caches, so a cold start really compiles."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    patches = [inductor_config.patch(fx_graph_cache=False)]
+    if hasattr(functorch_config, "enable_autograd_cache"):
+        patches.append(functorch_config.patch(enable_autograd_cache=False))
+    with contextlib.ExitStack() as stack:
+        for patch in patches:
+            stack.enter_context(patch)
+        yield
+
+
 def assert_async(cond: torch.Tensor, message: str) -> None:
     """In-graph assertion that keeps the message (`torch._assert_async(t, msg)`)."""
     torch._assert_async(cond, message)

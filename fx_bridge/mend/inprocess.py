@@ -35,8 +35,11 @@ class _Replace(ast.NodeTransformer):
 
 
 def _strip_def_time_parts(func: ast.FunctionDef) -> None:
-    """Decorators, defaults and annotations run at def time; the live function keeps its own."""
-    func.decorator_list = []
+    """Decorators, defaults and annotations run at def time; the live function keeps its own.
+    One identity decorator stays on the first decorator's line, so `co_firstlineno` is unchanged."""
+    if func.decorator_list:
+        identity = ast.parse("lambda f: f", mode="eval").body
+        func.decorator_list = [ast.copy_location(identity, func.decorator_list[0])]
     func.returns = None
     args = func.args
     for arg in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
@@ -81,15 +84,20 @@ class Patch:
     def __init__(self) -> None:
         self._saved: list[tuple[object, object]] = []
         self._globals: list[dict] = []
+        self._by_function: dict[tuple[str, int], list[Decision]] = defaultdict(list)
 
     def apply(self, decisions: list[Decision]) -> list[Decision]:
-        """Apply accepted decisions grouped by function; returns those refused at compile time."""
-        groups: dict[tuple[str, int], list[Decision]] = defaultdict(list)
+        """Apply accepted decisions; a function already patched is recompiled from its original
+        source with all its decisions. Returns the decisions refused at compile time."""
+        touched = set()
         for d in decisions:
             if d.rule:
-                groups[(d.filename, d.func.lineno)].append(d)
+                key = (d.filename, d.func.lineno)
+                self._by_function[key].append(d)
+                touched.add(key)
         refused = []
-        for group in groups.values():
+        for key in touched:
+            group = [d for d in self._by_function[key] if d.rule]
             filename, func = group[0].filename, group[0].func
             functions = live_functions(filename, func)
             try:
@@ -114,3 +122,4 @@ class Patch:
             globs.pop(RT, None)
         self._saved.clear()
         self._globals.clear()
+        self._by_function.clear()

@@ -84,11 +84,11 @@ _pending: list[tuple] = []
 def _snapshot(value):
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
-    if isinstance(value, tuple):
+    if type(value) is tuple:  # not torch.Size or namedtuples: those print differently when rebuilt
         return tuple(_snapshot(v) for v in value)
-    if isinstance(value, list):
+    if type(value) is list:
         return [_snapshot(v) for v in value]
-    if isinstance(value, dict):
+    if type(value) is dict:
         return {k: _snapshot(v) for k, v in value.items()}
     return value
 

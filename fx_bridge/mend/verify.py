@@ -16,6 +16,8 @@ def _leaves(value, path="out"):
             yield from _leaves(item, f"{path}[{i}]")
     elif hasattr(value, "to_tuple"):
         yield from _leaves(value.to_tuple(), path)
+    elif hasattr(value, "to_legacy_cache"):  # transformers Cache objects
+        yield from _leaves(value.to_legacy_cache(), f"{path}.cache")
     else:
         yield path, value
 

@@ -67,7 +67,7 @@ def near_miss_unbound(x):
 
 def side_effects(x):
     y = x * 2
-    print("y is", y)
+    print("y is", y, y.shape)
     log.warning("sum %s", y.sum())
     warnings.warn("careful", FutureWarning)
     y.add_(100)
@@ -130,3 +130,16 @@ def mixed(x):
 def mixed_factory():
     """CLI factory: (model, inputs)."""
     return mixed, (torch.arange(4.0),)
+
+
+def _passthrough(fn):
+    return fn
+
+
+@_passthrough
+def decorated_two_sites(x):
+    y = x * 2
+    if y.sum() > 0:
+        y = y + 1
+    print("y", y)
+    return y * 3

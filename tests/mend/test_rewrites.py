@@ -13,6 +13,8 @@ import mend_samples as s
 from fx_bridge.mend import compile as mend_compile
 from fx_bridge.mend import detect, mend
 from fx_bridge.mend.detect import DATA_DEPENDENT, SIDE_EFFECT, VALIDATION
+from fx_bridge.mend.inprocess import Patch
+from fx_bridge.mend.plan import plan
 
 
 @pytest.fixture
@@ -116,7 +118,7 @@ def test_deferred_effects_keep_order_and_pre_mutation_values(mended):
     finally:
         s.log.removeHandler(handler)
     assert torch.equal(result, s.side_effects(torch.ones(2)))
-    assert out.getvalue() == "y is tensor([2., 2.])\n"  # cloned before y.add_(100)
+    assert out.getvalue() == "y is tensor([2., 2.]) torch.Size([2])\n"  # cloned before y.add_(100)
     assert events == [("log", "sum tensor(4.)")]
     warn_line = next(i for i, line in enumerate(open(s.__file__), 1) if 'warnings.warn("careful"' in line)
     assert [(w.category, str(w.message), w.filename, w.lineno) for w in caught] == [
@@ -169,3 +171,21 @@ def test_detect_counts_graphs_not_just_explain():
     det = detect(s.mixed, (torch.arange(4.0),))
     assert det.graphs == 3 and det.breaks == 2
     assert {site.category for site in det.sites} == {SIDE_EFFECT, DATA_DEPENDENT}
+
+
+def test_patch_applies_cumulatively_and_keeps_decorated_first_line():
+    x = torch.ones(2)
+    expected = s.decorated_two_sites(x)
+    first_line = s.decorated_two_sites.__code__.co_firstlineno
+    decisions = plan(detect(s.decorated_two_sites, (x,), explain=False).sites)
+    assert [d.rule for d in decisions] == ["where", "defer"]
+    patch = Patch()
+    try:
+        patch.apply(decisions[:1])
+        patch.apply(decisions[1:])  # second round: both rewrites must survive
+        assert s.decorated_two_sites.__code__.co_firstlineno == first_line
+        after = detect(s.decorated_two_sites, (x,), explain=False)
+        assert after.breaks == 0 and torch.equal(after.output, expected)
+    finally:
+        patch.undo()
+    assert detect(s.decorated_two_sites, (x,), explain=False).breaks == 2  # undo restores the original

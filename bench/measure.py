@@ -10,7 +10,12 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 
-def latency_ms(step: Callable[[], object], device: str, min_seconds: float = 0.5, max_reps: int = 200) -> dict:
+def latency_ms(step: Callable[[], object], device: str, min_seconds: float = 0.5) -> float:
+    """Median milliseconds per call of `step` (see `latency`)."""
+    return latency(step, device, min_seconds)["latency_ms"]
+
+
+def latency(step: Callable[[], object], device: str, min_seconds: float = 0.5, max_reps: int = 200) -> dict:
     """Median (the headline number) and minimum milliseconds per call of an already-compiled `step`.
 
     CUDA uses Triton's `do_bench` (flushes L2, syncs correctly); CPU times single calls, repeating

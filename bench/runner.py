@@ -105,7 +105,7 @@ def _summarize_reports(reports: list[dict]) -> dict:
     }
 
 
-def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome | None, settings: dict) -> tuple[dict, Outcome | None]:
+def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, settings: dict) -> tuple[dict, Outcome | None]:
     """Compile, measure and check one (model, mode, phase); never raises for a failing mode."""
     row: dict = {"mode": mode, "phase": phase, "status": "ok"}
     model, inputs = _build(builder, phase, settings)
@@ -124,7 +124,8 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome | None
         return {**row, "status": "skipped", "reason": str(err)}, None
     except Exception as err:  # a failing compile is a result to report, not a harness crash
         inductor_metrics.cold_compile_reset()
-        reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0][:300] if str(err).strip() else ''}"
+        first_line = (str(err).strip().splitlines() or [""])[0][:300]
+        reason = f"{type(err).__name__}: {first_line}"
         return {**row, "status": "error", "reason": reason, "traceback": traceback.format_exc()[-2000:]}, None
 
     outcome = _outcome(out, model, inputs)
@@ -134,10 +135,9 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome | None
         row["counters"] = inductor_metrics.inductor_counters()
     row["graphs"] = compiled.collect_reports()
     row.update(_summarize_reports(row["graphs"]))
-    if reference is not None:
-        row["max_abs_err"] = measure.max_abs_error(outcome.outputs, reference.outputs)
-        row["max_abs_err_grad"] = _grad_error(outcome.grads, reference.grads)
-    row.update(measure.latency_ms(step, settings["device"], settings.get("min_seconds", 0.5)))
+    row["max_abs_err"] = measure.max_abs_error(outcome.outputs, reference.outputs)
+    row["max_abs_err_grad"] = _grad_error(outcome.grads, reference.grads)
+    row.update(measure.latency(step, settings["device"], settings.get("min_seconds", 0.5)))
     row["peak_mem_bytes"] = measure.peak_memory_bytes(step, settings["device"])
     return row, outcome
 

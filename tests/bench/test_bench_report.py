@@ -6,7 +6,7 @@ import pytest
 import torch._inductor.config as inductor_config
 from torch._inductor.fx_passes import group_batch_fusion, split_cat
 
-from bench import report
+from bench import measure, report
 from bench.run_tag import run_tag
 from fx_bridge import inductor_metrics
 
@@ -58,3 +58,9 @@ def test_graphs_the_optimizer_skipped_are_listed_with_reasons():
     row = {**_row("a", "eqsat", 10, 1.0), "graphs": [{"skipped": "internal error: X\nmore"}, {"skipped": ""}]}
     text = report.render([row], {"tag": "t", "torch": "x", "device_name": "cpu", "size": "tiny", "dtype": "float32"})
     assert "- a / eqsat / infer: internal error: X" in text and "more" not in text
+
+
+def test_cpu_latency_reports_median_above_minimum():
+    stats = measure.latency(lambda: sum(range(10_000)), "cpu", min_seconds=0.02)
+    assert 0 < stats["latency_min_ms"] <= stats["latency_ms"]
+    assert isinstance(measure.latency_ms(lambda: None, "cpu", min_seconds=0.01), float)

@@ -12,19 +12,19 @@ log = logging.getLogger("eqsat.bench")
 
 
 def _grouped_bars(plt, rows: list[dict], metric: str, ylabel: str, path: Path, log_scale: bool) -> None:
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    modes = list(dict.fromkeys(r["mode"] for r in rows))
-    values = {(r["model"], r["mode"]): r.get(metric) for r in rows if r["status"] == "ok"}
+    values = {(r["model"], r["mode"]): r[metric] for r in rows if r["status"] == "ok" and r.get(metric)}
+    models = list(dict.fromkeys(model for model, _ in values))
+    modes = list(dict.fromkeys(mode for _, mode in values))
     width = 0.8 / max(len(modes), 1)
     fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(models) * len(modes) + 2), 4))
     for i, mode in enumerate(modes):
-        xs = [m + i * width for m in range(len(models))]
-        ys = [values.get((model, mode)) or 0 for model in models]
-        ax.bar(xs, ys, width, label=mode)
+        bars = [(m + i * width, values[(model, mode)]) for m, model in enumerate(models) if (model, mode) in values]
+        ax.bar([x for x, _ in bars], [y for _, y in bars], width, label=mode)
     ax.set_xticks([m + width * (len(modes) - 1) / 2 for m in range(len(models))], models, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
-    if log_scale:
+    if log_scale and values:
         ax.set_yscale("log")
+        ax.set_ylim(bottom=min(values.values()) / 2)  # bars start below the smallest, not at an arbitrary decade
     ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -32,21 +32,20 @@ def _grouped_bars(plt, rows: list[dict], metric: str, ylabel: str, path: Path, l
 
 
 def _optimizer_scatter(plt, rows: list[dict], path: Path) -> bool:
-    points = [
-        (g["egraph_nodes"], g["optimizer_seconds"], r["mode"])
-        for r in rows for g in r.get("graphs") or []
-        if g.get("egraph_nodes") is not None and g.get("optimizer_seconds") is not None
-    ]
-    if not points:
+    """Optimizer seconds per graph against the FX graph's node count and the final e-graph size."""
+    graphs = [(g, r["mode"]) for r in rows for g in r.get("graphs") or [] if g.get("optimizer_seconds")]
+    if not graphs:
         return False
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for mode in dict.fromkeys(p[2] for p in points):
-        ax.scatter([p[0] for p in points if p[2] == mode], [p[1] for p in points if p[2] == mode], label=mode)
-    ax.set_xlabel("final e-graph nodes")
-    ax.set_ylabel("optimizer seconds")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.legend(fontsize="small")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, size_key, label in zip(axes, ("graph_nodes", "egraph_nodes"), ("FX graph nodes", "final e-graph nodes")):
+        for mode in dict.fromkeys(m for _, m in graphs):
+            points = [(g[size_key], g["optimizer_seconds"]) for g, m in graphs if m == mode and g.get(size_key)]
+            ax.scatter([x for x, _ in points], [y for _, y in points], label=mode)
+        ax.set_xlabel(label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    axes[0].set_ylabel("optimizer seconds")
+    axes[0].legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -74,7 +73,7 @@ def write_plots(rows: list[dict], out_dir: Path) -> list[Path]:
         path = out_dir / f"latency_{phase}.png"
         _grouped_bars(plt, phase_rows, "latency_ms", "latency (ms)", path, log_scale=True)
         written.append(path)
-    path = out_dir / "optimizer_time_vs_egraph_size.png"
+    path = out_dir / "optimizer_time_vs_graph_size.png"
     if _optimizer_scatter(plt, rows, path):
         written.append(path)
     return written

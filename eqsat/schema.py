@@ -45,7 +45,6 @@ SORTS = r"""
     (TCons Tensor TList)))
 (function shape (Tensor) IVec :merge old)
 (function dtype (Tensor) String :merge old)
-(function nid (Tensor) i64 :merge (min old new))
 (relation IsParam (Tensor))
 """
 

@@ -1,7 +1,7 @@
 """A typed view of egglog's serialized e-graph: term e-nodes with decoded literals, plus analyses.
 
 The JSON mixes program e-nodes (Tensor / TTuple / TList constructors) with analysis rows (``shape``,
-``dtype``, ``nid``, ``IsParam``) and primitive literals. Extraction, cost and raising only want the
+``dtype``, ``IsParam``) and primitive literals. Extraction, cost and raising only want the
 program part, with every literal argument already decoded and shapes looked up per e-class.
 """
 from __future__ import annotations
@@ -38,7 +38,6 @@ class EGraphView:
     lets: dict[str, str] = field(default_factory=dict)           # let name → term class
     shape: dict[str, tuple] = field(default_factory=dict)
     dtype: dict[str, str] = field(default_factory=dict)
-    nid: dict[str, int] = field(default_factory=dict)
     params: set[str] = field(default_factory=set)
 
     @property
@@ -75,7 +74,7 @@ def parse(data: dict) -> EGraphView:
             for name in info.get("let", "").split(","):
                 if name.strip():
                     view.lets[name.strip()] = cid
-    analyses = {"shape": view.shape, "dtype": view.dtype, "nid": view.nid}
+    analyses = {"shape": view.shape, "dtype": view.dtype}
     literal_of_class = {v["eclass"]: k for k, v in raw.items() if k.startswith("primitive-")}
     for nid_, node in raw.items():
         op, ecls = node["op"], node["eclass"]

@@ -1,4 +1,4 @@
-"""FX graph → egglog terms: one ``let`` per node, shape/dtype/nid facts, unknown ops as ``Opaque``.
+"""FX graph → egglog terms: one ``let`` per node, shape/dtype facts, unknown ops as ``Opaque``.
 
 Every spelling of an op lowers to one canonical term (negative dims normalised, split sizes and view
 shapes resolved from the recorded fake values), so rules match syntactically. What we do not know
@@ -43,9 +43,6 @@ RANDOM_NAMES = {
     "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial",
     "normal", "poisson", "native_dropout",
 }
-
-
-TUPLE_CTORS = {"Split", "Opaque"}
 
 
 class Unsupported(Exception):
@@ -115,8 +112,6 @@ class _Lowerer:
         self.out = Lowered(gm)
         self.example_inputs = list(example_inputs)
         self.values: dict[torch.fx.Node, Any] = self.out.values
-        self.node_index: dict[torch.fx.Node, int] = {}
-        self.current: torch.fx.Node | None = None
         self._count = 0
         self._memo: dict[str, Ref] = {}
 
@@ -133,8 +128,6 @@ class _Lowerer:
         self.out.originals[ref.let] = term
         if shape is not None:
             self.set_facts(ref, tuple(int(s) for s in shape), dtype)
-        if term.ctor not in TUPLE_CTORS and self.current in self.node_index:
-            self.out.commands.append(f"(set (nid {ref.let}) {self.node_index[self.current]})")
         return ref
 
     def set_facts(self, ref: Ref, shape: tuple, dtype: str | None) -> None:
@@ -169,15 +162,11 @@ class _Lowerer:
     # -- driver ----------------------------------------------------------------------------------
     def run(self) -> Lowered:
         nodes = list(self.gm.graph.nodes)
-        if any(torch_compat.node_value(n) is None and n.op not in ("output",) for n in nodes
-               if n.op != "output" and n.users):
+        if any(n.op != "output" and n.users and torch_compat.node_value(n) is None for n in nodes):
             torch_compat.propagate_fake(self.gm, self.example_inputs)
         self.check_supported(nodes)
-        for i, n in enumerate(nodes):
-            self.node_index[n] = i
         placeholder_i = 0
         for n in nodes:
-            self.current = n
             if n.op == "placeholder":
                 self.out.placeholders.append(n)
                 example = self.example_inputs[placeholder_i] if placeholder_i < len(self.example_inputs) else None

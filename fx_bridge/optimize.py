@@ -8,20 +8,21 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 
 from eqsat.cost import CostModel
 from eqsat.egraph import Budget, Session
-from eqsat.extract import bottom_up, dag_cost
+from eqsat.extract import extract
 from eqsat.rule import Rule
 from eqsat.serialized import parse
 from rules.library import select, shape_rules
 
 from . import torch_compat
 from .lower import Lowered, Unsupported, lower
+from .original import original_program
 from .raising import raise_graph
 from .report import Report
 
@@ -43,7 +44,8 @@ class Options:
     mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
     always_raise: bool = False                # rebuild the graph even when nothing is cheaper
     inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
-    cost: CostModel = field(default_factory=CostModel)
+    cost: CostModel | None = None             # None: the calibrated model for the inputs' device
+    ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
 
     @classmethod
     def of(cls, options: dict | None) -> "Options":
@@ -96,7 +98,6 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     with _phase(report, "build"):
         session = Session(rules, shape_rules())
         session.commands(low.commands)
-        before = parse(session.serialize())
     with _phase(report, "saturate"):
         sat = session.saturate(opts.budget)
     report.egraph_sizes.extend(sat.sizes)
@@ -106,20 +107,23 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     with _phase(report, "extract"):
         view = parse(session.serialize())
         roots = [view.lets[let] for let in low.roots]
-        cost = opts.cost.node_cost
-        base_roots = [before.lets[let] for let in low.roots]
-        base = bottom_up(before, base_roots, cost)
-        report.cost_before = report.cost_before or dag_cost(before, base, cost)
-        choice = bottom_up(view, roots, cost)
-        after = dag_cost(view, choice, cost)
-        report.extractor = "bottom-up"
-    if after >= dag_cost(before, base, cost) - 1e-9 and not opts.always_raise:
-        report.cost_after = report.cost_after or report.cost_before
+        original, fx_of_enode = original_program(low, view)
+        cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
+        ex = extract(view, roots, cost, opts.ilp_seconds, original=original)
+    report.extractor, report.ilp_status, report.ilp_gap = ex.extractor, ex.ilp_status, ex.gap
+    if not report.cost_before:
+        report.cost_before, report.kernels_before = ex.before.cost, ex.before.kernels
+    report.cost_after, report.kernels_after = ex.cost, ex.after.kernels
+    if ex.extractor == "input" and not opts.always_raise:
         return gm, False
-    report.cost_after = after
     with _phase(report, "raise"):
-        new_gm = raise_graph(low, view, choice, roots, example_inputs)
-    return new_gm, True
+        new_gm = raise_graph(low, view, ex.choice, roots, example_inputs, fx_of_enode)
+    return new_gm, ex.extractor != "input"
+
+
+def _device_of(example_inputs: Sequence[Any]) -> str:
+    devices = {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}
+    return "cuda" if "cuda" in devices else "cpu"
 
 
 def _validate(original: torch.fx.GraphModule, optimized: torch.fx.GraphModule,

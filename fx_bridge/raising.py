@@ -21,7 +21,7 @@ from eqsat.serialized import EGraphView, ENode
 
 from . import torch_compat
 from .lower import Lowered, OpaqueSpec, Slot, TupleVal
-from .terms import IVec, Ref, Term, TList
+from .terms import Ref
 
 _OPERATOR_OF = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
@@ -50,65 +50,30 @@ def _scalar(text: str):
 
 
 class _Raiser:
-    def __init__(self, low: Lowered, view: EGraphView, choice: Choice):
-        self.low, self.view, self.choice = low, view, choice
+    def __init__(self, low: Lowered, view: EGraphView, choice: Choice, fx_of_enode: dict[str, torch.fx.Node]):
+        self.low, self.view, self.choice, self.fx_of_enode = low, view, choice, fx_of_enode
         self.graph = torch.fx.Graph()
         self.env: dict[str, Any] = {}
         self.placeholders: dict[str, torch.fx.Node] = {}
         self._name: str | None = None
-        self.original = self._original_signatures()
 
-    # -- which classes are unchanged originals ----------------------------------------------------
     def _class_of(self, ref: Ref) -> str:
         return self.view.lets[ref.let]
 
-    def _term_sig(self, term: Term) -> tuple:
-        def arg(a):
-            if isinstance(a, Ref):
-                return ("c", self._class_of(a))
-            if isinstance(a, TList):
-                return ("l", tuple(self._class_of(x) for x in a.items))
-            return ("v", tuple(a.items) if isinstance(a, IVec) else a)
-
-        return (term.ctor, tuple(arg(a) for a in term.args))
-
-    def _node_sig(self, node: ENode) -> tuple:
-        def arg(a):
-            kind, v = a
-            if kind == "lit":
-                return ("v", v)
-            return ("l", tuple(self._list_classes(v))) if self.view.sort[v] == "TList" else ("c", v)
-
-        return (node.ctor, tuple(arg(a) for a in node.args))
-
-    def _original_signatures(self) -> dict[tuple, torch.fx.Node]:
-        out = {}
-        for let, node in self.low.node_of_let.items():
-            term = self.low.originals.get(let)
-            if term is not None and let in self.view.lets:
-                out.setdefault((self.view.lets[let], self._term_sig(term)), node)
-        return out
-
-    def _list_classes(self, cls: str) -> list[str]:
-        out = []
-        node = self.view.nodes[self.choice[cls]]
-        while node.ctor == "TCons":
-            out.append(node.children[0])
-            node = self.view.nodes[self.choice[node.children[1]]]
-        return out
-
     def _original_of(self, cls: str) -> torch.fx.Node | None:
-        enode = self.view.nodes[self.choice[cls]]
-        return self.original.get((cls, self._node_sig(enode)))
+        return self.fx_of_enode.get(self.choice[cls])
 
     def _copy_inputs(self, orig: torch.fx.Node) -> list[str] | None:
-        """Classes of an original node's tensor inputs; None when it reads a multi-output value."""
+        """Classes of an original node's tensor inputs; None when it reads a multi-output value or a
+        class the extracted program does not compute (then the node is rebuilt from its term)."""
         classes = []
         for a in orig.all_input_nodes:
             v = self.low.values.get(a)
             if isinstance(v, TupleVal):
                 return None
             if isinstance(v, Ref):
+                if self._class_of(v) not in self.choice:
+                    return None
                 classes.append(self._class_of(v))
         return classes
 
@@ -230,9 +195,10 @@ class _Raiser:
 
 
 def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[str],
-                example_inputs: Sequence[Any]) -> torch.fx.GraphModule:
-    """Build the GraphModule that computes ``low``'s outputs with the e-nodes in ``choice``."""
-    r = _Raiser(low, view, choice)
+                example_inputs: Sequence[Any], fx_of_enode: dict[str, torch.fx.Node]) -> torch.fx.GraphModule:
+    """Build the GraphModule that computes ``low``'s outputs with the e-nodes in ``choice``;
+    ``fx_of_enode`` names the original FX node of each input e-node (see ``original_program``)."""
+    r = _Raiser(low, view, choice, fx_of_enode)
     for ph in low.placeholders:
         new = r.graph.node_copy(ph, lambda a: a)
         r.placeholders[ph.name] = new

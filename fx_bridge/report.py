@@ -13,11 +13,13 @@ class Report:
     egraph_sizes: list[int] = field(default_factory=list)   # after build, then per iteration
     stop_reason: str = ""
     phase_seconds: dict[str, float] = field(default_factory=dict)
-    extractor: str = ""
+    extractor: str = ""                      # "input" (nothing cheaper), "bottom_up" or "ilp"
+    ilp_status: str = ""
+    ilp_gap: float | None = None             # relative optimality gap when the ILP hit its time limit
     cost_before: float = 0.0
     cost_after: float = 0.0
-    kernels_before: float = 0.0
-    kernels_after: float = 0.0
+    kernels_before: int = 0                  # predicted by the cost model
+    kernels_after: int = 0
     validated: str = ""                      # "", "ok", or the mismatch that caused a fallback
 
     @property
@@ -40,5 +42,5 @@ class Report:
         fired = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_fired.items())) or "none"
         phases = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items())
         return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
-                f"rules fired: {fired}; cost {self.cost_before:.4g} → {self.cost_after:.4g} "
-                f"({self.extractor}); {'changed' if self.changed else 'unchanged'}; {phases}")
+                f"rules fired: {fired}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
+                f"{self.kernels_before} → {self.kernels_after} ({self.extractor}); {'changed' if self.changed else 'unchanged'}; {phases}")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 
-from fx_bridge.mend.detect import SIDE_EFFECT, Site
+from fx_bridge.mend import runtime
+from fx_bridge.mend.detect import DYNAMIC_SHAPE, SCALAR_READ, SIDE_EFFECT, Site
 from fx_bridge.mend.predicate import Refuse
 from fx_bridge.mend.rule_defer import rewrite_defer
 from fx_bridge.mend.rule_trap import is_validation_guard, rewrite_trap
@@ -36,6 +38,8 @@ class Decision:
 
 
 def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
+    if os.path.realpath(filename) == os.path.realpath(runtime.__file__):
+        return Decision(site, reason="a mend helper fell back to Python at trace time")
     tree = parse_file(filename)
     func = enclosing_function(tree, lineno) if tree else None
     stmt = statement_at(func, lineno) if func else None
@@ -54,6 +58,8 @@ def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
             decision.rule, decision.replacement = "where", rewrite_where(stmt, scope)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             decision.rule, decision.replacement = "defer", rewrite_defer(stmt, scope, filename)
+        elif site.category in (SCALAR_READ, DYNAMIC_SHAPE):
+            decision.reason = f"no rewrite rule for {site.category}: its Python value leaves the graph"
         else:
             decision.reason = f"no rewrite rule for `{type(stmt).__name__}`"
     except Refuse as why:

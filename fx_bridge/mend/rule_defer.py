@@ -45,6 +45,8 @@ def _target(func: ast.expr, scope: Scope) -> tuple[ast.expr, str | None, bool]:
 def rewrite_defer(node: ast.Expr, scope: Scope, filename: str) -> list[ast.stmt]:
     call = node.value
     receiver, method, is_warn = _target(call.func, scope)
+    if receiver is call.func and not is_warn and any(k.arg == "file" for k in call.keywords):
+        raise Refuse("print(file=...): the function may read that stream back before the deferred flush")
     where: ast.expr = ast.Constant(None)
     if is_warn:
         if len(call.args) > 2 or {k.arg for k in call.keywords} - {"message", "category"}:

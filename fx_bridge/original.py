@@ -1,0 +1,77 @@
+"""Find the input program inside the saturated e-graph.
+
+egglog keeps every e-node it was given, so each term lowering emitted is still there, now in a
+(possibly larger) e-class. Matching them by constructor and argument classes gives the input program
+as a choice: the cost to beat ("never worse"), and the nodes whose FX names and metadata raising keeps.
+"""
+from __future__ import annotations
+
+import torch
+
+from eqsat.extract import Choice
+from eqsat.serialized import EGraphView, ENode
+
+from .lower import Lowered
+from .terms import IVec, Ref, Term, TList
+
+
+class _Matcher:
+    def __init__(self, low: Lowered, view: EGraphView):
+        self.low, self.view = low, view
+        self.choice: Choice = {}
+
+    def cls(self, ref: Ref) -> str:
+        return self.view.lets[ref.let]
+
+    def match_list(self, list_cls: str, items: tuple) -> bool:
+        """Choose the cons cells of ``list_cls`` that spell ``items``."""
+        for item in items:
+            cell = next((n for n in self._nodes(list_cls)
+                         if n.ctor == "TCons" and n.children[0] == self.cls(item)), None)
+            if cell is None:
+                return False
+            self.choice[list_cls] = cell.id
+            list_cls = cell.children[1]
+        nil = next((n for n in self._nodes(list_cls) if n.ctor == "TNil"), None)
+        if nil is None:
+            return False
+        self.choice[list_cls] = nil.id
+        return True
+
+    def _nodes(self, cls: str):
+        return (self.view.nodes[i] for i in self.view.classes[cls])
+
+    def matches(self, node: ENode, term: Term) -> bool:
+        if node.ctor != term.ctor or len(node.args) != len(term.args):
+            return False
+        for (kind, v), a in zip(node.args, term.args):
+            if isinstance(a, Ref):
+                if kind != "class" or v != self.cls(a):
+                    return False
+            elif isinstance(a, TList):
+                if kind != "class" or not self.match_list(v, a.items):
+                    return False
+            elif kind != "lit" or v != (tuple(a.items) if isinstance(a, IVec) else a):
+                return False
+        return True
+
+    def term_node(self, let: str, term: Term) -> ENode | None:
+        cls = self.view.lets.get(let)
+        if cls is None:
+            return None
+        return next((n for n in self._nodes(cls) if self.matches(n, term)), None)
+
+
+def original_program(low: Lowered, view: EGraphView) -> tuple[Choice, dict[str, torch.fx.Node]]:
+    """The input program as a choice, and the FX node each of its e-nodes came from (by e-node id)."""
+    m = _Matcher(low, view)
+    fx_of_enode: dict[str, torch.fx.Node] = {}
+    for let, term in low.originals.items():
+        node = m.term_node(let, term)
+        if node is None:
+            raise LookupError(f"term {let} = {term} is missing from the e-graph")
+        m.choice.setdefault(node.eclass, node.id)
+        fx_node = low.node_of_let.get(let)
+        if fx_node is not None:
+            fx_of_enode.setdefault(node.id, fx_node)
+    return m.choice, fx_of_enode

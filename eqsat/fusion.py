@@ -300,11 +300,12 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
         ancestors.append(bits)
     groups = _Groups(kernels, ancestors)
     fusible = [k for k in kernels if k.kind != "extern"]
-    for k in fusible:  # vertical: producer → consumer
+    for k in fusible:  # vertical: producer → consumer, also through a cat's slice writers
         for buf in k.reads:
-            p = producer.get(buf)
-            if p is not None and p.kind != "extern" and _compatible(p, k, outer_loop):
-                groups.try_merge(p.index, k.index)
+            for w in aliases.get(buf, (buf,)):
+                p = producer.get(w)
+                if p is not None and p.kind != "extern" and _compatible(p, k, outer_loop):
+                    groups.try_merge(p.index, k.index)
     readers: dict[str, list[Kernel]] = {}
     for k in fusible:  # horizontal: kernels sharing a read
         for buf in k.reads:

@@ -80,9 +80,21 @@ class Session:
         except Exception as e:  # egglog raises EggSmolError with the parse/type error
             raise EGraphError(f"{e} in: {text[:300]}") from None
 
-    def commands(self, texts: Iterable[str]) -> None:
-        for t in texts:
-            self.command(t)
+    def commands(self, texts: Iterable[str], chunk: int = 1000) -> None:
+        """Run many commands: parsed one by one (parsing a big program at once is quadratic), run in
+        chunks (one call per command costs a round trip each)."""
+        texts = list(texts)
+        for start in range(0, len(texts), chunk):
+            parsed = []
+            for t in texts[start:start + chunk]:
+                try:
+                    parsed.extend(self._eg.parse_program(t))
+                except Exception as e:
+                    raise EGraphError(f"{e} in: {t[:300]}") from None
+            try:
+                self._eg.run_program(*parsed)
+            except Exception as e:
+                raise EGraphError(f"{e} in commands {start}..{start + chunk}") from None
 
     def size(self) -> int:
         """Rows in every table: the e-graph size the budget is checked against."""
@@ -91,47 +103,48 @@ class Session:
 
     # -- saturation ------------------------------------------------------------------------------
     def saturate(self, budget: Budget, families: Iterable[str] | None = None) -> SaturationLog:
-        """Run the chosen families one iteration at a time, with shape analysis to a fixpoint."""
+        """Run the chosen families one iteration at a time, with shape analysis to a fixpoint.
+
+        An iteration that could overshoot the node budget runs on a snapshot (``push``) and is rolled
+        back when it does; snapshots copy the whole e-graph, so an iteration that cannot overshoot
+        (the e-graph would have to more than double, and twice the worst growth seen so far) runs
+        without one.
+        """
         fams = [f for f in (families if families is not None else self.families) if f in self.families]
         log = SaturationLog()
         t0 = time.perf_counter()
         self._run(f"(run-schedule (saturate (run {SHAPE_RULESET})))")
         log.sizes.append(self.size())
-        if not fams:
-            log.stop_reason = "no rules"
-        step = "(run-schedule (seq (run {}) (saturate (run {}))))"
-        for it in range(budget.iterations):
-            if not fams:
-                break
+        log.stop_reason = "no rules" if not fams else "iteration budget"
+        step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)} (saturate (run {SHAPE_RULESET}))))"
+        growth = 1.0
+        for it in range(budget.iterations if fams else 0):
             if time.perf_counter() - t0 > budget.seconds:
                 log.stop_reason = "time budget"
                 break
-            self._run("(push)")
-            updated = False
-            fired: dict[str, int] = {}
-            for fam in fams:
-                (out,) = self._run(step.format(fam, SHAPE_RULESET))
-                rep = out.report
-                updated |= rep.updated
-                for tag, n in rep.num_matches_per_rule.items():
-                    if n:
-                        fired[rule_of_tag(tag)] = fired.get(rule_of_tag(tag), 0) + n
+            size = log.sizes[-1]
+            snapshot = size * max(2.0, 2 * growth) > budget.nodes
+            if snapshot:
+                self._run("(push)")
+            (out,) = self._run(step)
             n = self.size()
+            growth = max(growth, n / max(size, 1))
             if n > budget.nodes:
-                self._run("(pop)")
-                log.stop_reason = f"node budget: iteration {it + 1} reached {n} > {budget.nodes}, rolled back"
+                if snapshot:
+                    self._run("(pop)")
+                    log.stop_reason = f"node budget: iteration {it + 1} reached {n} > {budget.nodes}, rolled back"
+                else:
+                    log.sizes.append(n)
+                    log.stop_reason = f"node budget: iteration {it + 1} reached {n} > {budget.nodes}, kept"
                 break
-            # Kept: the snapshot stays on egglog's stack (13.2 cannot drop one without restoring it).
             log.sizes.append(n)
-            for k, v in fired.items():
-                if k in self._rule_names:
-                    log.fired[k] = log.fired.get(k, 0) + v
-            if not updated:
+            for tag, k in out.report.num_matches_per_rule.items():
+                name = rule_of_tag(tag)
+                if k and name in self._rule_names:
+                    log.fired[name] = log.fired.get(name, 0) + k
+            if not out.report.updated:
                 log.stop_reason = "saturated"
                 break
-        else:
-            if fams:
-                log.stop_reason = "iteration budget"
         log.seconds = time.perf_counter() - t0
         return log
 

@@ -21,6 +21,7 @@ from eqsat.serialized import parse
 from rules.library import select, shape_rules
 
 from . import torch_compat
+from .horizontal import horizontal_unions
 from .lower import Lowered, Unsupported, lower
 from .original import original_program
 from .raising import raise_graph
@@ -43,6 +44,7 @@ class Options:
     validate: bool = False                    # run original and optimized side by side
     mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
     always_raise: bool = False                # rebuild the graph even when nothing is cheaper
+    horizontal: bool = True                   # insert batch-fusion candidates (fx_bridge.horizontal)
     inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
     cost: CostModel | None = None             # None: the calibrated model for the inputs' device
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
@@ -98,6 +100,8 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     with _phase(report, "build"):
         session = Session(rules, shape_rules())
         session.commands(low.commands)
+        if opts.horizontal and _has_family(rules, "batch"):
+            session.commands(horizontal_unions(low, opts.disabled))
     with _phase(report, "saturate"):
         sat = session.saturate(opts.budget)
     report.egraph_sizes.extend(sat.sizes)
@@ -119,6 +123,10 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     with _phase(report, "raise"):
         new_gm = raise_graph(low, view, ex.choice, roots, example_inputs, fx_of_enode)
     return new_gm, ex.extractor != "input"
+
+
+def _has_family(rules: list[Rule], family: str) -> bool:
+    return any(r.family == family for r in rules)
 
 
 def _device_of(example_inputs: Sequence[Any]) -> str:

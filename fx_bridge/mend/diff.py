@@ -41,11 +41,30 @@ class _Splice(cst.CSTTransformer):
         return self._swap(original, updated)
 
 
+class _KeepMultiline(ast._Unparser):
+    """ast.unparse, except that original multi-line expressions (implicitly concatenated
+    messages, wrapped arguments) are copied verbatim from the file, keeping the diff readable."""
+
+    def __init__(self, text: str, originals: set[int]):
+        super().__init__()
+        self.text, self.originals = text, originals
+
+    def traverse(self, node):
+        if isinstance(node, ast.expr) and id(node) in self.originals:
+            segment = ast.get_source_segment(self.text, node)
+            if segment and "\n" in segment:
+                self.write(f"({segment})")
+                return
+        super().traverse(node)
+
+
+def _render(text: str, decision: Decision) -> str:
+    originals = {id(n) for n in ast.walk(decision.stmt)}
+    return "\n".join(_KeepMultiline(text, originals).visit(s) for s in decision.replacement) + "\n"
+
+
 def rewrite_file(text: str, decisions: list[Decision]) -> str:
-    replacements = {
-        (d.stmt.lineno, d.stmt.col_offset): "\n".join(ast.unparse(s) for s in d.replacement) + "\n"
-        for d in decisions
-    }
+    replacements = {(d.stmt.lineno, d.stmt.col_offset): _render(text, d) for d in decisions}
     splice = _Splice(replacements)
     module = MetadataWrapper(cst.parse_module(text)).visit(splice)
     new = module.code

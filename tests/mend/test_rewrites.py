@@ -2,6 +2,8 @@
 and near-misses are left alone (with the reason reported)."""
 
 import contextlib
+import dis
+import inspect
 import io
 import logging
 import warnings
@@ -184,6 +186,9 @@ def test_patch_applies_cumulatively_and_keeps_decorated_first_line():
         patch.apply(decisions[:1])
         patch.apply(decisions[1:])  # second round: both rewrites must survive
         assert s.decorated_two_sites.__code__.co_firstlineno == first_line
+        lines = {line for _, line in dis.findlinestarts(s.decorated_two_sites.__code__) if line}
+        source_lines, start = inspect.getsourcelines(s.decorated_two_sites)
+        assert lines <= set(range(start, start + len(source_lines)))  # original line numbers kept
         after = detect(s.decorated_two_sites, (x,), explain=False)
         assert after.breaks == 0 and torch.equal(after.output, expected)
     finally:

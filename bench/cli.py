@@ -50,6 +50,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--save-outputs", action="store_true",
                      help="also save every mode's outputs and gradients under OUT/outputs/")
     run.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
+    run.add_argument("--threads", type=int, default=None,
+                     help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
+                          "stable on a shared machine, where OpenMP threads stall behind other processes")
     sub.add_parser("demo", help="small CPU subset: inductor vs eqsat, inference only; prints the table")
     return p
 
@@ -66,12 +69,14 @@ def run(args: argparse.Namespace) -> Path:
     """Run every case, streaming rows to results.jsonl; then write report.md and plots."""
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: CUDA is not available on this machine; nothing was run")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     tag = run_tag(args.device)
     out_dir = Path(args.out.format(tag=tag))
     out_dir.mkdir(parents=True, exist_ok=True)
     phases = [p for p in PHASES if p == "infer" or args.train]
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
-            "size": args.size, "dtype": args.dtype}
+            "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads()}
     settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds}
     rows: list[dict] = []
     bar = _progress(len(args.models) * len(phases) * len(args.modes))

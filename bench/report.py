@@ -94,7 +94,8 @@ def render(rows: list[dict], meta: dict) -> str:
     lines = [
         f"# eqsat benchmark — {meta['tag']}",
         "",
-        f"torch {meta['torch']} · device {meta['device_name']} · size `{meta['size']}` · dtype {meta['dtype']}",
+        f"torch {meta['torch']} · device {meta['device_name']} · size `{meta['size']}` · dtype {meta['dtype']}"
+        f" · {meta.get('threads', '?')} CPU threads",
         "",
         "Kernels are Inductor-generated kernels plus extern calls (mm, bmm, fallbacks), forward and backward "
         "for training. ×kernels is mode/baseline (lower is better); speedup is baseline latency/mode latency "

@@ -18,9 +18,9 @@ def _eqsat_backend_missing() -> bool:
     return False
 
 
-def _run_and_check(tmp_path, modes: list[str]):
+def _run_and_check(tmp_path, modes: list[str], device: str = "cpu"):
     out = tmp_path / "run"
-    main(["run", "--models", "recsys_tower", "--modes", ",".join(modes), "--size", "tiny",
+    main(["run", "--models", "recsys_tower", "--modes", ",".join(modes), "--size", "tiny", "--device", device,
           "--min-seconds", "0.05", "--out", str(out), "--save-outputs"])
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert {(r["mode"], r["phase"]) for r in rows} == {(m, p) for m in modes for p in ("infer", "train")}
@@ -34,6 +34,7 @@ def _run_and_check(tmp_path, modes: list[str]):
             continue
         assert row["status"] == "ok", row.get("traceback", row)
         assert row["latency_ms"] > 0
+        assert (row["peak_mem_bytes"] or 0) > 0 if device == "cuda" else row["peak_mem_bytes"] is None
         if row["mode"] != "eager":
             assert row["kernels_total"] > 0 and row["compile_s"] > 0
         saved = torch.load(out / "outputs" / f"recsys_tower.{row['mode']}.{row['phase']}.pt")
@@ -51,3 +52,16 @@ def test_cli_inductor_and_eqsat_match_eager(tmp_path):
 @pytest.mark.slow
 def test_cli_every_mode_matches_eager(tmp_path):
     _run_and_check(tmp_path, ["eager", "inductor", "inductor_optimus", "eqsat_greedy", "eqsat"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cli_every_mode_matches_eager_on_cuda(tmp_path):
+    _run_and_check(tmp_path, ["eager", "inductor", "inductor_optimus", "eqsat_greedy", "eqsat"], device="cuda")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_request_without_cuda_stops_with_a_message(tmp_path):
+    with pytest.raises(SystemExit, match="CUDA is not available"):
+        main(["run", "--models", "recsys_tower", "--device", "cuda", "--out", str(tmp_path)])
+    assert not (tmp_path / "results.jsonl").exists()

@@ -1,7 +1,8 @@
 """Detect graph breaks with Dynamo itself and classify each one by registry code and AST node.
 
-The break count is `graphs - 1` from a counting backend (the same metric explain derives), kept
-next to explain's own count because explain under-reports (whole-frame fallback gives -1).
+The break count is `graphs - 1` from a counting backend (the metric explain derives), raised to
+the number of logged breaks when Dynamo gave up on a whole frame; explain's own count is kept
+next to it because it under-reports (whole-frame fallback gives -1).
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ class Detection:
 
     @property
     def breaks(self) -> int:
-        return max(self.graphs - 1, 0)
+        """graphs - 1, but never fewer than the breaks Dynamo logged: a break inside a loop
+        makes Dynamo skip the whole frame (0 graphs; explain says -1)."""
+        return max(self.graphs - 1, sum(site.hits for site in self.sites), 0)
 
 
 def _node_at(filename: str, lineno: int) -> ast.stmt | None:
@@ -60,9 +63,11 @@ def _node_at(filename: str, lineno: int) -> ast.stmt | None:
 
 
 def _line_text(filename: str, lineno: int) -> str:
+    """Source of the statement at the line (an `if`'s test only), for spotting `.item()`/`.tolist()`."""
     node = _node_at(filename, lineno)
-    return ast.unparse(node) if node is not None and not isinstance(node, ast.If) else (
-        ast.unparse(node.test) if node is not None else "")
+    if node is None:
+        return ""
+    return ast.unparse(node.test if isinstance(node, (ast.If, ast.While)) else node)
 
 
 def classify(raw: dynamo_compat.RawBreak) -> str:

@@ -143,3 +143,17 @@ def decorated_two_sites(x):
         y = y + 1
     print("y", y)
     return y * 3
+
+
+def loop_break(x):
+    for _ in range(2):
+        x = x * 2
+        if x.sum() > 0:
+            x = x + 1
+    return x
+
+
+def print_to_buffer(x, buf):
+    y = x * 2
+    print("y", y, file=buf)
+    return y + len(buf.getvalue())

@@ -60,15 +60,15 @@ def test_where_return_form(mended):
 
 def test_fp16_guard_static_prefix(mended):
     h = torch.tensor([1.0, float("inf"), -float("inf")], dtype=torch.float16)
-    expected16, expected32 = s.fp16_guard(h), s.fp16_guard(h.float())
+    finite = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    expected16, expected32, expected_finite = s.fp16_guard(h), s.fp16_guard(h.float()), s.fp16_guard(finite)
     report = mended(s.fp16_guard, h)
     assert (report.before.breaks, report.after.breaks) == (1, 0)
     assert report.outputs_equal
     f = compiled_eager(s.fp16_guard)
     assert torch.equal(f(h), expected16)
     assert torch.equal(f(h.float()), expected32)  # static prefix false: the guard is skipped as before
-    finite = torch.tensor([1.0, 2.0], dtype=torch.float16)
-    assert torch.equal(f(finite), s.fp16_guard.__wrapped__(finite) if hasattr(s.fp16_guard, "__wrapped__") else finite + 1)
+    assert torch.equal(f(finite), expected_finite)  # guard condition false: values untouched
 
 
 def test_else_less_maybe_update(mended):
@@ -194,3 +194,28 @@ def test_patch_applies_cumulatively_and_keeps_decorated_first_line():
     finally:
         patch.undo()
     assert detect(s.decorated_two_sites, (x,), explain=False).breaks == 2  # undo restores the original
+
+
+def test_break_in_loop_is_counted_and_fixed(mended):
+    """Dynamo skips the whole frame (0 graphs, explain says -1); the logged break still counts."""
+    before = detect(s.loop_break, (torch.ones(2),))
+    assert (before.graphs, before.explain_breaks, before.breaks) == (0, -1, 1)
+    report = mended(s.loop_break, torch.ones(2))
+    assert (report.after.graphs, report.after.breaks) == (1, 0) and report.outputs_equal
+
+
+def test_print_to_a_stream_read_back_is_left_alone(mended):
+    report = mended(s.print_to_buffer, torch.ones(2), io.StringIO())
+    assert report.decisions[0].rule is None and "file=" in report.decisions[0].reason
+
+
+def test_changed_outputs_undo_every_rewrite(monkeypatch):
+    """The last line of defence: if outputs differed, nothing stays rewritten."""
+    import fx_bridge.mend.mender as mender
+
+    monkeypatch.setattr(mender, "compare", lambda ref, out: (False, "forced difference"))
+    original_code = s.where_if_else.__code__
+    report = mender.mend(s.where_if_else, (torch.ones(3),), explain=False)
+    assert s.where_if_else.__code__ is original_code
+    assert not report.applied and "undone: outputs changed" in report.decisions[0].reason
+    assert report.after.breaks == report.before.breaks == 1

@@ -14,6 +14,7 @@ from eqsat.rule import Rule
 
 from .algebra import ALGEBRA_DSL, ALGEBRA_HAND
 from .basic import BASIC_DSL
+from .batch import BATCH_RULES
 from .compile import RuleError
 from .dsl import DslRule
 from .shape import SHAPE_RULES
@@ -29,7 +30,7 @@ def builtin_dsl_rules() -> list[DslRule]:
 
 @lru_cache(maxsize=1)
 def _builtin() -> tuple[Rule, ...]:
-    return tuple(r.compile() for r in builtin_dsl_rules()) + tuple(SPLIT_CAT_HAND + ALGEBRA_HAND)
+    return tuple(r.compile() for r in builtin_dsl_rules()) + tuple(SPLIT_CAT_HAND + ALGEBRA_HAND + BATCH_RULES)
 
 
 def builtin_rules() -> list[Rule]:

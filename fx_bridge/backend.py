@@ -13,7 +13,7 @@ import torch
 
 from . import torch_compat
 from .lower import Unsupported
-from .optimize import Options, optimize
+from .pipeline import Options, optimize
 from .report import Report
 
 log = logging.getLogger("eqsat")

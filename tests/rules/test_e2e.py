@@ -4,7 +4,7 @@ import torch
 import rules
 from fx_bridge import eqsat_backend, last_reports
 from fx_bridge import inductor_metrics
-from fx_bridge.optimize import optimize
+from fx_bridge import optimize
 from rules.dsl import add, mm, narrow, relu, rewrite, tensor, ints
 
 

@@ -4,6 +4,7 @@
     x = tensor("x"); d, a, n = ints("d a n")
     rules.register(rewrite("narrow_relu", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n))))
 """
+from .compile import RuleError
 from .library import all_rules, builtin_rules, register, select, unregister, validate
 
 
@@ -13,4 +14,4 @@ def check(rule, **kw):
     return _check(rule, **kw)
 
 
-__all__ = ["all_rules", "builtin_rules", "check", "register", "select", "unregister", "validate"]
+__all__ = ["RuleError", "all_rules", "builtin_rules", "check", "register", "select", "unregister", "validate"]

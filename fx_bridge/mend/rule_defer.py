@@ -1,5 +1,5 @@
 """[Defer] `print(...)`, `logger.<level>(...)`, `logging.<level>(...)`, `warnings.warn(...)` as a
-statement -> `__mend_rt__.defer(target, method, args, kwargs, where)`.
+statement -> `__mend_rt__.defer(__name__, "logger", "warning", args, kwargs, where)`.
 
 Legal when: the callee is bound (module global or builtin, not shadowed by a local, closure or
 `global` rebinding) to the real print / a `logging.Logger` / the `logging` or `warnings` module.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import logging
+import sys
 import warnings
 
 from fx_bridge.mend.predicate import Refuse, rt_call
@@ -45,17 +46,18 @@ def _target(func: ast.expr, scope: Scope) -> tuple[ast.expr, str | None, bool]:
 def rewrite_defer(node: ast.Expr, scope: Scope, filename: str) -> list[ast.stmt]:
     call = node.value
     receiver, method, is_warn = _target(call.func, scope)
+    module = sys.modules.get(scope.globs.get("__name__", ""))
+    if module is None or vars(module) is not scope.globs:
+        raise Refuse("the module is not importable by its __name__, so the flush could not find the callee")
     if receiver is call.func and not is_warn and any(k.arg == "file" for k in call.keywords):
         raise Refuse("print(file=...): the function may read that stream back before the deferred flush")
     where: ast.expr = ast.Constant(None)
     if is_warn:
         if len(call.args) > 2 or {k.arg for k in call.keywords} - {"message", "category"}:
             raise Refuse("warnings.warn with stacklevel/source: its attribution cannot be preserved")
-        portable = scope.resolve("__file__") == filename and scope.is_global_value("__name__")
-        file_node = ast.Name("__file__", ast.Load()) if portable else ast.Constant(filename)
-        module_node = ast.Name("__name__", ast.Load()) if portable else ast.Constant(scope.globs.get("__name__"))
-        where = ast.Tuple([file_node, ast.Constant(call.lineno), module_node], ast.Load())
+        file_node = ast.Name("__file__", ast.Load()) if scope.resolve("__file__") == filename else ast.Constant(filename)
+        where = ast.Tuple([file_node, ast.Constant(call.lineno)], ast.Load())
     args = ast.Tuple(list(call.args), ast.Load())
     kwargs = ast.Dict([k.arg and ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])
-    method_node = ast.Constant(method)
-    return [ast.Expr(rt_call("defer", receiver, method_node, args, kwargs, where))]
+    site = [ast.Name("__name__", ast.Load()), ast.Constant(ast.unparse(receiver)), ast.Constant(method)]
+    return [ast.Expr(rt_call("defer", *site, args, kwargs, where))]

@@ -77,13 +77,19 @@ def tensor_equal(a, b):
 
 
 # ---------------------------------------------------------------- deferred side effects
+#
+# Under Dynamo, `defer` appends to `_pending`, a side effect Dynamo replays after the graph. Dynamo
+# guards on the list's length, so the buffer must be empty when a compiled call starts: call
+# compiled code through `compile()` / `boundary()`, which flush after every call. (Dynamo's own
+# reorderable logging functions are no help here: in 2.13 they are silently dropped when called
+# from an inlined function.)
 
 _pending: list[tuple] = []
 
 
 def _snapshot(value):
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        return value.detach().clone()  # later in-place updates must not change what is emitted
     if type(value) is tuple:  # not torch.Size or namedtuples: those print differently when rebuilt
         return tuple(_snapshot(v) for v in value)
     if type(value) is list:
@@ -93,13 +99,23 @@ def _snapshot(value):
     return value
 
 
-def _emit(target, method, args, kwargs, where):
+def _resolve(module: str, receiver: str):
+    """`receiver` ("logger", "print", "warnings.warn") as the global/builtin it names in `module`."""
+    head, *rest = receiver.split(".")
+    namespace = vars(sys.modules[module])
+    obj = namespace[head] if head in namespace else getattr(builtins, head)
+    for attr in rest:
+        obj = getattr(obj, attr)
+    return obj
+
+
+def _emit(module, receiver, method, args, kwargs, where):
     if where is not None:  # warnings.warn: keep the original file:line attribution and registry
         message, category = _warn_args(args, kwargs)
-        filename, lineno, module = where
-        registry = vars(sys.modules[module]).setdefault("__warningregistry__", {}) if module in sys.modules else None
-        warnings.warn_explicit(message, category, filename, lineno, module, registry)
+        registry = vars(sys.modules[module]).setdefault("__warningregistry__", {})
+        warnings.warn_explicit(message, category, where[0], where[1], module, registry)
         return
+    target = _resolve(module, receiver)
     (getattr(target, method) if method else target)(*args, **kwargs)
 
 
@@ -111,18 +127,18 @@ def _warn_args(args, kwargs):
     return message, category
 
 
-def defer(target, method, args, kwargs, where=None):
-    """Call `target.method(*args, **kwargs)` (or `target(...)` when method is None).
+def defer(module, receiver, method, args, kwargs, where=None):
+    """Call `receiver.method(*args, **kwargs)` (or `receiver(...)` when method is None), where
+    `receiver` names a global or builtin of `module`; `where` = (file, line) for `warnings.warn`.
 
-    Eagerly it runs now (after emitting anything still buffered, to keep the order). Under
-    Dynamo it appends a snapshot to a buffer, a side effect Dynamo replays after the graph;
-    `flush()` emits the buffer in order. `where` = (file, line, module) for `warnings.warn`.
+    Eagerly it runs now, after emitting anything still buffered (keeps the order). Under Dynamo
+    the call is buffered with snapshots of its arguments; `flush()` emits it in program order.
     """
     if torch.compiler.is_compiling():
-        _pending.append((target, method, _snapshot(args), _snapshot(kwargs), where))
+        _pending.append((module, receiver, method, _snapshot(args), _snapshot(kwargs), where))
         return
     flush()
-    _emit(target, method, args, kwargs, where)
+    _emit(module, receiver, method, args, kwargs, where)
 
 
 def flush() -> None:

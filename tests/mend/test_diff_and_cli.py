@@ -30,6 +30,7 @@ SOURCE = textwrap.dedent('''\
 def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as a normal import would: deferred calls are resolved by module name
     spec.loader.exec_module(module)
     return module
 

@@ -219,3 +219,20 @@ def test_changed_outputs_undo_every_rewrite(monkeypatch):
     assert s.where_if_else.__code__ is original_code
     assert not report.applied and "undone: outputs changed" in report.decisions[0].reason
     assert report.after.breaks == report.before.breaks == 1
+
+
+def test_deferred_effects_do_not_recompile_across_calls(mended):
+    mended(s.side_effects, torch.ones(2))
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    f = mend_compile(s.side_effects, backend=counting)
+    with contextlib.redirect_stdout(io.StringIO()) as out, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            f(torch.ones(2))
+    assert len(graphs) == 1 and out.getvalue().count("y is") == 3

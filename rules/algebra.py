@@ -10,13 +10,13 @@ rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to ever
 """
 from eqsat.rule import Rule
 
-from .dsl import (binary, cat, each, insert, ints, ivecs, narrow, opkey, reshape, rewrite, split,
-                  squeeze, stack, tensor, tlists, unary, unsqueeze)
+from .dsl import (binary, cat, each, insert, ints, ivecs, log_softmax, narrow, opkey, reshape, rewrite,
+                  softmax, split, squeeze, stack, tensor, tlists, unary, unsqueeze)
 from .split_cat import CAT_CONTEXT
 
 x, y = tensor("x"), tensor("y")
 f = opkey("f")
-d, a, m, i = ints("d a m i")
+d, a, m, i, e = ints("d a m i e")
 s = ivecs("s")
 as_, bs = tlists("as bs")
 
@@ -41,6 +41,13 @@ SLICE_RULES = [_r(f"{name}_unary", cut(unary(f, x)), unary(f, cut(x))) for name,
     for name, cut in SLICES for case, guard, operands in BINARY_CASES
 ]
 
+# Softmax normalises along its own dim only, so a slice along any other dim commutes with it.
+NORMS = [("softmax", softmax), ("log_softmax", log_softmax)]
+NORM_RULES = [
+    _r(f"{slice_name}_{norm_name}", cut(norm(x, e)), norm(cut(x), e), e != d)
+    for slice_name, cut in SLICES for norm_name, norm in NORMS
+]
+
 CONCAT_RULES = [
     _r("cat_unary", cat(each(lambda p: unary(f, p), as_), d), unary(f, cat(as_, d))),
     _r("stack_unary", stack(each(lambda p: unary(f, p), as_), d), unary(f, stack(as_, d))),
@@ -57,7 +64,7 @@ VIEW_RULES = [
        doc="squeeze (of a size-1 dim) is a reshape, so it folds into view chains"),
 ]
 
-ALGEBRA_DSL = SLICE_RULES + CONCAT_RULES + VIEW_RULES
+ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES
 
 # -- cat of cat on the same dim: hand-written (the inner cat may sit anywhere in the list) ----------
 _A = ":ruleset analysis"

@@ -294,6 +294,11 @@ class Evaluator:
         A = self.tensor(a, self._rand_shape(2))
         return torch.mm(A, self.tensor(b, (A.shape[-1], self.rng.randint(1, 4))))
 
+    def _Reduce(self, t, key, x, dims, keep):
+        X = self.tensor(x)
+        D = self.ivec(dims, lambda: tuple(sorted(self.rng.sample(range(X.ndim), self.rng.randint(1, X.ndim)))))
+        return getattr(torch, self.ev(key))(X, D, keepdim=bool(self.int(keep, 0, 1)))
+
     def _Softmax(self, t, key, x, d):
         X = self.tensor(x)
         return getattr(torch, self.ev(key))(X, self.int(d, 0, X.ndim - 1))

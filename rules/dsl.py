@@ -238,8 +238,7 @@ SIGNATURES: dict[str, Sig] = {
     "binary": Sig("Binary", (STR, TENSOR, TENSOR)),
     "ternary": Sig("Ternary", (STR, TENSOR, TENSOR, TENSOR)),
     "reduce": Sig("Reduce", (STR, TENSOR, IVEC, INT)),
-    "softmax_op": Sig("Softmax", (STR, TENSOR, INT)),
-    "input": Sig("Input", (STR,)),
+    "softmax": Sig("Softmax", (STR, TENSOR, INT)),
 }
 
 
@@ -269,6 +268,9 @@ def baddbmm(c, a, b): return _call("baddbmm", c, a, b)
 def unary(key, x): return _call("unary", key, x)
 def binary(key, x, y): return _call("binary", key, x, y)
 def ternary(key, a, b, c): return _call("ternary", key, a, b, c)
+def reduce(key, x, dims, keepdim): return _call("reduce", key, x, dims, keepdim)
+def softmax(x, dim): return _call("softmax", "softmax", x, dim)
+def log_softmax(x, dim): return _call("softmax", "log_softmax", x, dim)
 def where(cond, x, y): return ternary("where", cond, x, y)
 def view(x, shape): return reshape(x, shape)
 

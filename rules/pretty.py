@@ -50,7 +50,7 @@ def _show_call(t: dsl.Call) -> str:
         return f"{show(a[0])} + {show(a[1])}"
     if t.fn in ("vec-set", "vec-remove"):
         return f"{show(a[0])}.{t.fn[4:]}({', '.join(show(x) for x in a[1:])})"
-    if t.fn in ("Unary", "Binary", "Ternary") and isinstance(a[0], dsl.Lit):
+    if t.fn in ("Unary", "Binary", "Ternary", "Softmax") and isinstance(a[0], dsl.Lit):
         return f"{a[0].value}({', '.join(show(x) for x in a[1:])})"
     name = _TORCH_NAME.get(t.fn, t.fn.replace("-", "_"))
     return f"{name}({', '.join(show(x) for x in a)})"

@@ -44,6 +44,9 @@ POSITIVE = [
      mul(f"(Get {S} 0)", f"(Get (Split $z {vec(2, 4)} 1) 0)")),
     ("split_binary_rhs_bcast", f"(Get (Split {mul('$x', '$b1')} {vec(2, 4)} 1) 0)", mul(f"(Get {S} 0)", "$b1")),
     ("split_binary_rhs_scalar", f"(Get (Split {mul('$x', '$s0')} {vec(2, 4)} 1) 0)", mul(f"(Get {S} 0)", "$s0")),
+    ("narrow_softmax", '(Narrow (Softmax "softmax" $x 1) 0 1 2)', '(Softmax "softmax" (Narrow $x 0 1 2) 1)'),
+    ("split_log_softmax", f'(Get (Split (Softmax "log_softmax" $x 0) {vec(2, 4)} 1) 1)',
+     f'(Softmax "log_softmax" (Get {S} 1) 0)'),
     ("cat_unary", f"(Cat {tl(relu('$x'), relu('$y'))} 1)", relu(f"(Cat {tl('$x', '$y')} 1)")),
     ("stack_unary", f"(Stack {tl(relu('$x'), relu('$z'))} 0)", relu(f"(Stack {tl('$x', '$z')} 0)")),
     ("cat_binary_same", f"(Cat {tl(mul('$x', '$z'), mul('$y', '$y'))} 1)",
@@ -64,8 +67,8 @@ def test_rule_fires_and_unions(rule, term, expected):
 
 
 NEGATIVE = [  # (name, term, a form it must not become, rules that must not fire)
-    ("narrow_of_softmax", '(Narrow (Softmax "softmax" $x 1) 0 0 2)', '(Softmax "softmax" (Narrow $x 0 0 2) 1)',
-     ["narrow_unary"]),
+    ("narrow_along_softmax_dim", '(Narrow (Softmax "softmax" $x 1) 1 0 2)', '(Softmax "softmax" (Narrow $x 1 0 2) 1)',
+     ["narrow_unary", "narrow_softmax"]),
     ("narrow_rank1_bcast", f"(Narrow {mul('$x', '$v6')} 1 1 2)", mul("(Narrow $x 1 1 2)", "$v6"),
      ["narrow_binary_rhs_bcast", "narrow_binary_same", "narrow_binary_rhs_scalar"]),
     ("narrow_along_bcast_dim", f"(Narrow {mul('$x', '$r1')} 1 1 2)", mul("(Narrow $x 1 1 2)", "$r1"),

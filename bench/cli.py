@@ -11,10 +11,11 @@ from pathlib import Path
 import torch
 
 from bench import plots, report
+from bench.report import LATENCY_KEYS
 from bench.models import REGISTRY
 from bench.modes import MODES
 from bench.run_tag import device_name, run_tag
-from bench.runner import PHASES, eager_reference, run_mode
+from bench.runner import PHASES, eager_reference, run_mode, warm_up
 
 DEMO_MODELS = ("split_cat_64", "recsys_tower", "split_stack_unbind")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -53,6 +54,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=int, default=None,
                      help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
                           "stable on a shared machine, where OpenMP threads stall behind other processes")
+    run.add_argument("--latency-stat", choices=list(LATENCY_KEYS), default="median",
+                     help="latency shown in report.md and plots (results.jsonl keeps both)")
+    rerender = sub.add_parser("report", help="rewrite report.md and plots of an earlier run from its results.jsonl")
+    rerender.add_argument("dir", type=Path)
+    rerender.add_argument("--latency-stat", choices=list(LATENCY_KEYS), default="median")
     sub.add_parser("demo", help="small CPU subset: inductor vs eqsat, inference only; prints the table")
     return p
 
@@ -79,6 +85,7 @@ def run(args: argparse.Namespace) -> Path:
             "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads()}
     settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds}
     rows: list[dict] = []
+    warm_up(args.modes, args.device)
     bar = _progress(len(args.models) * len(phases) * len(args.modes))
     with open(out_dir / "results.jsonl", "w") as results:
         for model in args.models:
@@ -94,8 +101,24 @@ def run(args: argparse.Namespace) -> Path:
                         _save_outcome(out_dir, row, outcome)
     if bar is not None:
         bar.close()
-    (out_dir / "report.md").write_text(report.render(rows, meta))
-    plots.write_plots(rows, out_dir)
+    write_outputs(rows, meta, out_dir, args.latency_stat)
+    return out_dir
+
+
+META_KEYS = ("tag", "torch", "device", "device_name", "size", "dtype", "threads")
+
+
+def write_outputs(rows: list[dict], meta: dict, out_dir: Path, latency_stat: str) -> None:
+    (out_dir / "report.md").write_text(report.render(rows, meta, latency_stat))
+    plots.write_plots(rows, out_dir, LATENCY_KEYS[latency_stat])
+
+
+def rerender(out_dir: Path, latency_stat: str) -> Path:
+    """Report and plots again from results.jsonl, e.g. with another latency statistic."""
+    rows = [json.loads(line) for line in (out_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+    if not rows:
+        raise SystemExit(f"{out_dir}/results.jsonl has no rows")
+    write_outputs(rows, {k: rows[0].get(k) for k in META_KEYS}, out_dir, latency_stat)
     return out_dir
 
 
@@ -130,6 +153,10 @@ def _save_outcome(out_dir: Path, row: dict, outcome) -> None:
 def main(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
     args = parser().parse_args(argv)
+    if args.command == "report":
+        out_dir = rerender(args.dir, args.latency_stat)
+        print((out_dir / "report.md").read_text())
+        return
     if args.command == "demo":
         args = parser().parse_args(
             ["run", "--models", ",".join(DEMO_MODELS), "--modes", "inductor,eqsat", "--no-train",

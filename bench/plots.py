@@ -52,7 +52,7 @@ def _optimizer_scatter(plt, rows: list[dict], path: Path) -> bool:
     return True
 
 
-def write_plots(rows: list[dict], out_dir: Path) -> list[Path]:
+def write_plots(rows: list[dict], out_dir: Path, latency_key: str = "latency_ms") -> list[Path]:
     """Write the plots that have data; returns their paths (empty if matplotlib is missing)."""
     try:
         import matplotlib
@@ -71,7 +71,7 @@ def write_plots(rows: list[dict], out_dir: Path) -> list[Path]:
             _grouped_bars(plt, kernel_rows, "kernels_total", "kernels (generated + extern)", path, log_scale=True)
             written.append(path)
         path = out_dir / f"latency_{phase}.png"
-        _grouped_bars(plt, phase_rows, "latency_ms", "latency (ms)", path, log_scale=True)
+        _grouped_bars(plt, phase_rows, latency_key, "latency (ms)", path, log_scale=True)
         written.append(path)
     path = out_dir / "optimizer_time_vs_graph_size.png"
     if _optimizer_scatter(plt, rows, path):

@@ -1,0 +1,256 @@
+"""Batch (horizontal) fusions: which groups are offered, and that the chosen fused forms match eager
+in the forward pass and in every weight's gradient.
+
+Group discovery is tested on lowered graphs (fast, no compile). End-to-end tests compile with the
+eqsat backend and ``inner="eager"``; where the default CPU cost model would (rightly) keep a linear
+unfused because stacking parameters copies them in training, the test prices parameters as frozen
+(``frozen_params=True``) so the fused form is chosen and its gradients can be checked.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from eqsat.cost import CostModel
+from fx_bridge import eqsat_backend
+from fx_bridge.horizontal import find_groups, horizontal_unions
+from fx_bridge.lower import lower
+
+FROZEN = CostModel.for_device("cpu", frozen_params=True)
+
+
+def capture(fn, *args):
+    """The Dynamo graph of ``fn`` and its example inputs."""
+    got = []
+
+    def backend(gm, example_inputs):
+        got.append((gm, example_inputs))
+        return gm.forward
+
+    torch.compile(fn, backend=backend)(*args)
+    return got[0]
+
+
+def counts(fn, *args, disabled=()):
+    gm, ex = capture(fn, *args)
+    return horizontal_unions(lower(gm, ex), disabled).counts
+
+
+def compiled(model, *args, cost=None, **options):
+    """Run ``model`` compiled with our backend (eager inner) in training; return (outputs, grads, gm)."""
+    graphs = []
+
+    class Keep:  # the optimized graph, to check which fused form was chosen
+        def __init__(self):
+            self.backend = eqsat_backend(inner="eager", validate=True, cost=cost, **options)
+
+        def __call__(self, gm, ex, **kw):
+            fn = self.backend(gm, ex, **kw)
+            graphs.append(fn.__self__ if hasattr(fn, "__self__") else gm)
+            return fn
+
+    keep = Keep()
+    out = torch.compile(model, backend=keep)(*args)
+    out.sum().backward()
+    assert not keep.backend.reports[0].skipped, keep.backend.reports[0].skipped
+    return out, {n: p.grad.clone() for n, p in model.named_parameters()}, graphs[0], keep.backend.reports[0]
+
+
+def check_against_eager(model, *args, cost=None, **options):
+    out, grads, gm, report = compiled(model, *args, cost=cost, **options)
+    model.zero_grad()
+    want = model(*args)
+    want.sum().backward()
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(grads[name], p.grad, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+    return gm, report
+
+
+def targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+
+
+# -- models -------------------------------------------------------------------------------------------
+class SplitLinears(nn.Module):
+    """DHEN's per-feature linears: split, n same-shaped linears, tanh, stack."""
+
+    def __init__(self, n=6, d=8, bias=True):
+        super().__init__()
+        self.d = d
+        self.lins = nn.ModuleList(nn.Linear(d, d, bias=bias) for _ in range(n))
+
+    def forward(self, x):
+        pieces = torch.split(x, self.d, dim=1)
+        return torch.stack([torch.tanh(lin(p)) for lin, p in zip(self.lins, pieces)], dim=1)
+
+
+class SharedInput(nn.Module):
+    """q/k/v-style projections of one input, different widths."""
+
+    def __init__(self, d=8, widths=(4, 8, 12)):
+        super().__init__()
+        self.lins = nn.ModuleList(nn.Linear(d, w) for w in widths)
+
+    def forward(self, x):
+        return torch.cat([torch.relu(lin(x)) for lin in self.lins], dim=1)
+
+
+class PerFeatureNorms(nn.Module):
+    """Interformer's per-feature preprocessing: unbind, detach/nan_to_num/clamp, linear, layer_norm."""
+
+    def __init__(self, n=5, d=8, eps=(1e-5,) * 5):
+        super().__init__()
+        self.lins = nn.ModuleList(nn.Linear(d, d) for _ in range(n))
+        self.norms = nn.ModuleList(nn.LayerNorm(d, eps=e) for e in eps)
+
+    def forward(self, x):
+        feats = [torch.clamp(torch.nan_to_num(f.detach(), 7.0), -1.0, 1.0) for f in torch.unbind(x, 1)]
+        return torch.stack([norm(lin(f)) for lin, norm, f in zip(self.lins, self.norms, feats)], 1)
+
+
+# -- discovery ----------------------------------------------------------------------------------------
+def test_groups_found_at_any_depth_and_of_every_kind():
+    x = torch.randn(4, 5, 8)
+    got = counts(PerFeatureNorms(), x)
+    assert got == {"batch_detach": 1, "batch_nan_to_num": 1, "batch_clamp": 1, "batch_linear": 1,
+                   "batch_layernorm": 1}, got
+    assert counts(SharedInput(), torch.randn(4, 8)) == {"batch_linear_lhs": 1}  # relu widths differ
+
+
+def test_dependent_candidates_are_not_grouped():
+    lin = nn.Linear(8, 8)
+    assert counts(lambda x: torch.tanh(torch.tanh(torch.tanh(x))), torch.randn(4, 8)) == {}
+    assert "batch_linear" not in counts(lambda x: lin(lin(x)), torch.randn(4, 8))
+
+
+def test_chains_split_into_independent_layers():
+    """Two layers of 3 independent tanh: two groups, never one mixing the layers."""
+    def f(a, b, c):
+        first = [torch.tanh(t) for t in (a, b, c)]
+        return [torch.tanh(t * 2) for t in first]
+
+    gm, ex = capture(f, *(torch.randn(4, 8) for _ in range(3)))
+    tanh_groups = [m for rule, _, m in find_groups(lower(gm, ex)) if rule == "batch_tanh"]
+    assert sorted(map(len, tanh_groups)) == [3, 3]
+    assert not set(tanh_groups[0]) & set(tanh_groups[1])
+
+
+@pytest.mark.parametrize("case", [
+    lambda a, b: (torch.relu(a), torch.relu(b[:, :4])),                       # shapes differ
+    lambda a, b: (torch.relu(a), torch.relu(b.double())),                      # dtypes differ
+    lambda a, b: (torch.clamp(a, -1, 1), torch.clamp(b, -2, 1)),               # attributes differ
+    lambda a, b: (F.layer_norm(a, (8,), eps=1e-5), F.layer_norm(b, (8,), eps=1e-6)),  # eps differs
+    lambda a, b: (a + 1.0, b + 2.0),                                           # scalar operand differs
+])
+def test_mismatched_candidates_are_not_grouped(case):
+    assert counts(case, torch.randn(4, 8), torch.randn(4, 8)) == {}
+
+
+def test_disabled_by_rule_or_family():
+    x = torch.randn(4, 5, 8)
+    assert "batch_linear" not in counts(PerFeatureNorms(), x, disabled=["batch_linear"])
+    assert counts(PerFeatureNorms(), x, disabled=["batch"]) == {}
+
+
+# -- end to end: chosen forms, forward and gradients ---------------------------------------------------
+def test_batch_linear_and_tanh_training_cancel_against_split_and_stack():
+    torch.manual_seed(0)
+    gm, report = check_against_eager(SplitLinears(), torch.randn(16, 48), cost=FROZEN)
+    ts = targets(gm)
+    assert torch.baddbmm in ts and ts.count(torch.tanh) == 1, ts
+    # the stacks of split pieces and the unbind feeding the stack cancelled: only weights are stacked
+    assert torch.split not in ts and "split" not in ts
+    stacks = [n for n in gm.graph.nodes if n.target is torch.stack]
+    assert all(a.op == "placeholder" for s in stacks for a in s.args[0]), [s.args for s in stacks]
+
+
+def test_batch_linear_without_bias_uses_bmm():
+    torch.manual_seed(0)
+    gm, _ = check_against_eager(SplitLinears(n=3, bias=False), torch.randn(16, 24), cost=FROZEN)
+    assert torch.bmm in targets(gm)
+
+
+def test_batch_linear_lhs_training():
+    torch.manual_seed(0)
+    gm, _ = check_against_eager(SharedInput(), torch.randn(16, 8), cost=FROZEN)
+    assert targets(gm).count(F.linear) == 1, targets(gm)
+
+
+def test_per_feature_chain_training():
+    torch.manual_seed(0)
+    x = torch.randn(16, 5, 8)
+    x[0, 0, 0] = float("nan")
+    gm, report = check_against_eager(PerFeatureNorms(), x, cost=FROZEN)
+    ts = targets(gm)
+    assert ts.count(torch.nan_to_num) == 1 and ts.count(torch.clamp) == 1, ts
+    assert report.kernels_after < report.kernels_before
+    # the layer_norms all read the one bmm output: Inductor fuses them already, batching gains nothing
+
+
+def test_batch_layernorm_training():
+    """Five affine layer_norms over separate inputs: five reductions, or one over the stack."""
+    torch.manual_seed(0)
+
+    class Norms(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norms = nn.ModuleList(nn.LayerNorm(8) for _ in range(5))
+            for norm in self.norms:
+                nn.init.normal_(norm.weight)
+                nn.init.normal_(norm.bias)
+
+        def forward(self, *xs):
+            return torch.cat([norm(x) for norm, x in zip(self.norms, xs)], 1)
+
+    gm, report = check_against_eager(Norms(), *(torch.randn(16, 8) for _ in range(5)), cost=FROZEN)
+    assert targets(gm).count(F.layer_norm) == 1, targets(gm)
+
+
+def test_pointwise_batch_pays_under_the_default_cpu_model():
+    """tanh over 6 linear outputs: stacked on dim 1 the copies, the tanh and the stack consumer are
+    one CPU loop nest, so the default model picks it (the linears stay: their weights would be copied)."""
+    torch.manual_seed(0)
+    gm, report = check_against_eager(SplitLinears(), torch.randn(16, 48), disabled=["batch_linear"])
+    assert targets(gm).count(torch.tanh) == 1
+    assert report.kernels_after < report.kernels_before
+
+
+def test_binary_with_shared_operand_training():
+    torch.manual_seed(0)
+
+    class Gates(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lins = nn.ModuleList(nn.Linear(8, 8) for _ in range(4))
+            self.scale = nn.Parameter(torch.randn(8))
+
+        def forward(self, x):
+            return torch.stack([lin(x[:, i]) * self.scale + x[:, i] for i, lin in enumerate(self.lins)], 1)
+
+    gm, _ = check_against_eager(Gates(), torch.randn(16, 4, 8), cost=FROZEN)
+    assert targets(gm).count(torch.mul) + targets(gm).count("mul") <= 1
+
+
+def test_batch_mm_and_addmm():
+    torch.manual_seed(0)
+    ws = [torch.randn(8, 6, requires_grad=True) for _ in range(3)]
+    bs = [torch.randn(6, requires_grad=True) for _ in range(3)]
+
+    def f(a, b, c):
+        return torch.cat([torch.addmm(bi, t, w) for t, w, bi in zip((a, b, c), ws, bs)]
+                         + [torch.mm(a, w) for w in ws], 1)
+
+    args = [torch.randn(5, 8) for _ in range(3)]
+    gm, ex = capture(f, *args)
+    got = horizontal_unions(lower(gm, ex)).counts
+    assert got == {"batch_mm": 2, "batch_linear_lhs": 1}, got
+    out = torch.compile(f, backend=eqsat_backend(inner="eager", validate=True, cost=FROZEN))(*args)
+    torch.testing.assert_close(out, f(*args))
+
+
+def test_two_tiny_linears_in_training_stay_unfused():
+    """Stacking two 4×4 weights costs copy kernels in training that outweigh one saved matmul launch."""
+    torch.manual_seed(0)
+    gm, report = check_against_eager(SplitLinears(n=2, d=4), torch.randn(4, 8))
+    assert torch.baddbmm not in targets(gm) and torch.bmm not in targets(gm)

@@ -64,3 +64,17 @@ def test_cpu_latency_reports_median_above_minimum():
     stats = measure.latency(lambda: sum(range(10_000)), "cpu", min_seconds=0.02)
     assert 0 < stats["latency_min_ms"] <= stats["latency_ms"]
     assert isinstance(measure.latency_ms(lambda: None, "cpu", min_seconds=0.01), float)
+
+
+def test_report_subcommand_rerenders_with_the_minimum_latency(tmp_path):
+    import json
+
+    from bench.cli import main
+
+    meta = {"tag": "t", "torch": "x", "device": "cpu", "device_name": "cpu", "size": "tiny", "dtype": "float32"}
+    rows = [{**_row("a", "inductor", 10, 9.0), "latency_min_ms": 2.0, **meta},
+            {**_row("a", "eqsat", 5, 3.0), "latency_min_ms": 1.0, **meta}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    main(["report", str(tmp_path), "--latency-stat", "min"])
+    line = next(l for l in (tmp_path / "report.md").read_text().splitlines() if l.startswith("| a | eqsat |"))
+    assert "| 1.000 | 2.00 |" in line  # min latency 1 ms, speedup 2/1 (the medians would give 3.00)

@@ -14,6 +14,7 @@ import torch
 from . import torch_compat
 from .lower import Unsupported
 from .pipeline import Options, optimize
+from .post_grad import EqsatPostGradPass
 from .report import Report
 
 log = logging.getLogger("eqsat")
@@ -25,6 +26,7 @@ class EqsatBackend:
     def __init__(self, **options: Any):
         self.options = Options.of(options)
         self.reports: list[Report] = []
+        self.post_grad_reports: list[Report] = []  # one per Aten graph (forward, backward) Inductor saw
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         opts = self.options
@@ -32,7 +34,7 @@ class EqsatBackend:
             opts = Options.of({**_fields(self.options), **kwargs["options"]})
         new_gm, report = optimize_or_keep(gm, example_inputs, opts)
         self.reports.append(report)
-        compile_fx = torch_compat.compile_fx() if opts.inner == "inductor" else _eager
+        compile_fx = self._inner(opts)
         if new_gm is gm:
             return compile_fx(gm, example_inputs)
         try:
@@ -42,6 +44,15 @@ class EqsatBackend:
                         type(e).__name__, e)
             report.skipped = f"inductor failed on optimized graph: {type(e).__name__}"
             return compile_fx(gm, example_inputs)
+
+    def _inner(self, opts: Options) -> Callable:
+        """The compiler our graph goes to; Inductor runs our post-grad pass unless it is off."""
+        if opts.inner != "inductor":
+            return _eager
+        if not opts.post_grad:
+            return torch_compat.compile_fx()
+        return torch_compat.compile_fx_with_post_grad_pass(
+            lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports))
 
 
 def _eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:

@@ -16,7 +16,7 @@ import torch
 from torch.fx.node import map_aggregate
 
 from . import torch_compat
-from .targets import INPLACE_OPERATORS, canonical_name, target_label
+from .targets import INPLACE_OPERATORS, PW_PARAMS, canonical_name, target_label
 from .terms import IVec, KeyTable, Ref, Term, TList, render
 
 from eqsat.ops import BINARY, TERNARY, UNARY
@@ -25,16 +25,6 @@ UNARY_NAMES = {op.name for op in UNARY}
 BINARY_NAMES = {op.name for op in BINARY}
 TERNARY_NAMES = {op.name for op in TERNARY}
 
-# Non-tensor parameters of pointwise ops in positional order, and the defaults a key leaves out.
-PW_PARAMS: dict[str, tuple[str, ...]] = {
-    "add": ("alpha",), "sub": ("alpha",), "rsub": ("alpha",), "div": ("rounding_mode",),
-    "clamp": ("min", "max"), "hardtanh": ("min_val", "max_val", "inplace"),
-    "leaky_relu": ("negative_slope", "inplace"), "elu": ("alpha", "inplace"), "celu": ("alpha", "inplace"),
-    "selu": ("inplace",), "gelu": ("approximate",), "softplus": ("beta", "threshold"),
-    "nan_to_num": ("nan", "posinf", "neginf"), "round": ("decimals",), "logit": ("eps",),
-    "relu": ("inplace",), "relu6": ("inplace",), "silu": ("inplace",), "mish": ("inplace",),
-    "hardsigmoid": ("inplace",), "hardswish": ("inplace",), "addcmul": ("value",), "addcdiv": ("value",),
-}
 PW_DEFAULTS = {"alpha": 1, "rounding_mode": None, "inplace": False, "approximate": "none", "min": None,
                "max": None, "value": 1, "decimals": 0, "eps": None}
 
@@ -95,6 +85,7 @@ class Lowered:
     dtypes: dict[str, str] = field(default_factory=dict)
     params: set[str] = field(default_factory=set)
     values: dict[torch.fx.Node, Any] = field(default_factory=dict)  # FX node → Ref/TupleVal/const
+    dialect: str = "torch"                                   # "torch" (Dynamo) | "aten" (post-grad)
 
     @property
     def num_terms(self) -> int:
@@ -178,6 +169,8 @@ class _Lowerer:
         if any(n.op != "output" and n.users and torch_compat.node_value(n) is None for n in nodes):
             torch_compat.propagate_fake(self.gm, self.example_inputs)
         self.check_supported(nodes)
+        if any(n.op == "call_function" and torch_compat.is_aten(n.target) for n in nodes):
+            self.out.dialect = "aten"
         placeholder_i = 0
         for n in nodes:
             if n.op == "placeholder":
@@ -645,6 +638,39 @@ def _reduce(lw, n, name, args, kwargs):
     return lw.emit(Term("Reduce", (lw.out.keys.key(name, extra), x, IVec(tuple(dims)), int(bool(keepdim)))))
 
 
+def _aten_softmax(lw, n, name, args, kwargs):
+    """``aten._softmax(x, dim, half_to_float)``: the upcasting variant keeps its own spelling."""
+    if len(args) != 3 or kwargs or not isinstance(args[0], Ref) or args[2]:
+        return NotImplemented
+    x, d, _ = args
+    if not isinstance(d, int):
+        return NotImplemented
+    return lw.emit(Term("Softmax", (name.lstrip("_"), x, _norm_dim(d, len(lw.shape(x))))))
+
+
+def _slice(lw, n, name, args, kwargs):
+    """``aten.slice(x, dim=0, start=None, end=None, step=1)``, Python slice bounds, unit step only."""
+    x = args[0]
+    if not isinstance(x, Ref):
+        return NotImplemented
+    shape = lw.shape(x)
+    d = _norm_dim(_arg(args, kwargs, 1, "dim", 0), len(shape))
+    bounds = slice(_arg(args, kwargs, 2, "start"), _arg(args, kwargs, 3, "end"), _arg(args, kwargs, 4, "step", 1))
+    if not all(isinstance(b, int) or b is None for b in (bounds.start, bounds.stop, bounds.step)):
+        return NotImplemented
+    start, stop, step = bounds.indices(shape[d])
+    if step != 1:
+        return NotImplemented
+    return _narrow_ref(lw, x, d, start, max(stop - start, 0))
+
+
+def _aten_to_copy(lw, n, name, args, kwargs):
+    """``aten._to_copy`` is a dtype cast when it changes nothing but the dtype."""
+    if set(kwargs) - {"dtype", "layout", "device", "memory_format"} or kwargs.get("layout") not in (None, torch.strided):
+        return NotImplemented
+    return _to_dtype(lw, n, name, args, {"memory_format": kwargs.get("memory_format")})
+
+
 def _softmax(lw, n, name, args, kwargs):
     x = args[0]
     d = _arg(args, kwargs, 1, "dim")
@@ -697,6 +723,7 @@ HANDLERS: dict[str, Callable] = {
     "cat": _cat, "stack": _cat,
     "sum": _reduce, "mean": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce,
     "softmax": _softmax, "log_softmax": _softmax, "layer_norm": _layer_norm,
+    "_softmax": _aten_softmax, "_log_softmax": _aten_softmax, "slice": _slice, "_to_copy": _aten_to_copy,
     "linear": _matmul_like("Linear", 3), "mm": _matmul_like("Mm", 2), "bmm": _matmul_like("Bmm", 2),
     "matmul": _matmul_like("Matmul", 2), "addmm": _matmul_like("Addmm", 3),
     "baddbmm": _matmul_like("Baddbmm", 3),

@@ -48,6 +48,7 @@ class Options:
     inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
     cost: CostModel | None = None             # None: the calibrated model for the inputs' device
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
+    post_grad: bool = True                    # also optimize the Aten graphs (fx_bridge.post_grad)
 
     @classmethod
     def of(cls, options: dict | None) -> "Options":

@@ -19,7 +19,7 @@ from torch.fx.node import map_aggregate
 from eqsat.extract import Choice
 from eqsat.serialized import EGraphView, ENode
 
-from . import torch_compat
+from . import aten_spelling, torch_compat
 from .lower import Lowered, OpaqueSpec, Slot, TupleVal
 from .terms import Ref
 
@@ -34,6 +34,10 @@ _CALLS = {
     "Baddbmm": torch.baddbmm, "Linear": F.linear, "Narrow": torch.narrow, "Unsqueeze": torch.unsqueeze,
     "Squeeze": torch.squeeze,
 }
+# Per dialect, constructors spelled differently from the Torch-IR default below.
+_SPELLINGS = {"torch": {}, "aten": aten_spelling.SPELLING}
+# Meta keys a fresh node's fake value goes under: Dynamo reads example_value, Inductor val.
+_VALUE_KEYS = {"torch": ("val", "example_value"), "aten": ("val",)}
 _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
@@ -56,6 +60,7 @@ class _Raiser:
         self.env: dict[str, Any] = {}
         self.placeholders: dict[str, torch.fx.Node] = {}
         self._name: str | None = None
+        self.spelling = _SPELLINGS[low.dialect]
 
     def _class_of(self, ref: Ref) -> str:
         return self.view.lets[ref.let]
@@ -128,6 +133,8 @@ class _Raiser:
     def from_term(self, e: ENode) -> Any:
         a = [self.env[v] if kind == "class" else v for kind, v in e.args]
         c = e.ctor
+        if c in self.spelling:
+            return self.spelling[c](self, a)
         if c == "Input":
             return self.placeholders[a[0]]
         if c == "Param":
@@ -175,6 +182,8 @@ class _Raiser:
 
     def pointwise(self, key: str, operands: list) -> torch.fx.Node:
         name, attrs = self.low.keys.decode(key)
+        if self.low.dialect == "aten":
+            return aten_spelling.pointwise(self, name, attrs, operands)
         if name == "to_dtype":
             return self.node("call_method", "to", (operands[0],), {"dtype": attrs["dtype"]})
         if name == "detach":
@@ -212,5 +221,6 @@ def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[
     if fresh:
         torch_compat.propagate_fake(gm, example_inputs)
         for n in fresh:
-            n.meta["example_value"] = n.meta.get("val")
+            for key in _VALUE_KEYS[low.dialect]:
+                n.meta[key] = n.meta.get("val")
     return gm

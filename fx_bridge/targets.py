@@ -14,6 +14,8 @@ import torch.nn.functional as F
 
 from eqsat.ops import BINARY, TERNARY, UNARY
 
+from . import torch_compat
+
 # Spellings that differ from the canonical name.
 ALIASES: dict[str, str] = {
     "concat": "cat", "concatenate": "cat", "clip": "clamp", "absolute": "abs", "negative": "neg",
@@ -32,6 +34,16 @@ OPERATORS: dict[Callable, str] = {
     operator.matmul: "matmul", operator.getitem: "getitem", operator.pos: "positive",
 }
 
+# Non-tensor parameters of pointwise ops in positional order, and the defaults a key leaves out.
+PW_PARAMS: dict[str, tuple[str, ...]] = {
+    "add": ("alpha",), "sub": ("alpha",), "rsub": ("alpha",), "div": ("rounding_mode",),
+    "clamp": ("min", "max"), "hardtanh": ("min_val", "max_val", "inplace"),
+    "leaky_relu": ("negative_slope", "inplace"), "elu": ("alpha", "inplace"), "celu": ("alpha", "inplace"),
+    "selu": ("inplace",), "gelu": ("approximate",), "softplus": ("beta", "threshold"),
+    "nan_to_num": ("nan", "posinf", "neginf"), "round": ("decimals",), "logit": ("eps",),
+    "relu": ("inplace",), "relu6": ("inplace",), "silu": ("inplace",), "mish": ("inplace",),
+    "hardsigmoid": ("inplace",), "hardswish": ("inplace",), "addcmul": ("value",), "addcdiv": ("value",),
+}
 # In-place spellings of operators: the graph mutates a tensor.
 INPLACE_OPERATORS = {
     operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.ipow,
@@ -71,8 +83,64 @@ def _build_function_table() -> dict[Any, str]:
 FUNCTIONS = _build_function_table()
 
 
+# Aten-IR (post-grad) spellings: overload → canonical name. Only overloads whose positional
+# arguments read like the torch function the handler was written for are listed; ops whose aten
+# signature differs get their own name and handler ("slice", "_softmax", "_to_copy").
+ATEN_STRUCTURAL: dict[str, str] = {
+    "view.default": "view", "_unsafe_view.default": "view", "reshape.default": "view",
+    "expand.default": "expand", "permute.default": "permute", "t.default": "t",
+    "transpose.int": "transpose", "unsqueeze.default": "unsqueeze", "squeeze.dim": "squeeze",
+    "squeeze.dims": "squeeze", "squeeze.default": "squeeze", "select.int": "select",
+    "slice.Tensor": "slice", "narrow.default": "narrow", "split.Tensor": "split",
+    "split_with_sizes.default": "split_with_sizes", "unbind.int": "unbind", "chunk.default": "chunk",
+    "cat.default": "cat", "stack.default": "stack", "sum.dim_IntList": "sum", "sum.default": "sum",
+    "mean.dim": "mean", "mean.default": "mean", "amax.default": "amax", "amin.default": "amin",
+    "prod.dim_int": "prod", "_softmax.default": "_softmax", "_log_softmax.default": "_log_softmax",
+    "mm.default": "mm", "bmm.default": "bmm", "addmm.default": "addmm", "baddbmm.default": "baddbmm",
+    "clone.default": "clone", "_to_copy.default": "_to_copy",
+}
+
+
+def _aten_pointwise_table(pw_params: dict[str, tuple[str, ...]]) -> dict[Any, str]:
+    """Functional overloads of each pointwise op whose non-operand arguments are, by name, a prefix
+    of the torch function's (``elu``'s extra ``scale`` is not, so ``aten.elu`` stays opaque)."""
+    arity = {op.name: n for n, ops in ((1, UNARY), (2, BINARY), (3, TERNARY)) for op in ops}
+    table: dict[Any, str] = {}
+    for name, k in arity.items():
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            schema = torch_compat.aten_schema(op)
+            names = [a.name for a in schema.arguments]
+            params = pw_params.get(name, ())
+            types = [str(a.type) for a in schema.arguments]
+            if (schema.is_mutable or len(names) < k or [str(r.type) for r in schema.returns] != ["Tensor"]
+                    or not set(types[:k]) <= {"Tensor", "number"} or "Tensor" not in types[:k]
+                    or any("Tensor" in t for t in types[k:])):
+                continue
+            if names[k:] == list(params[:len(names) - k]):
+                table[op] = name
+    return table
+
+
+def _build_aten_table(pw_params: dict[str, tuple[str, ...]]) -> dict[Any, str]:
+    """Every aten overload lowering knows."""
+    table = _aten_pointwise_table(pw_params)
+    for spelled, name in ATEN_STRUCTURAL.items():
+        packet, overload = spelled.split(".")
+        table[getattr(getattr(torch.ops.aten, packet), overload)] = name
+    return table
+
+
+ATEN = _build_aten_table(PW_PARAMS)
+
+
 def canonical_name(node: torch.fx.Node) -> str | None:
     """The canonical op name of a call node, or None when the target is unknown to us."""
+    if node.op == "call_function" and torch_compat.is_aten(node.target):
+        return ATEN.get(node.target)
     if node.op == "call_method":
         return ALIASES.get(node.target, node.target)
     if node.op == "call_function":

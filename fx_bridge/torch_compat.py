@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Sequence
 
 import torch
+from torch._inductor.custom_graph_pass import CustomGraphPass  # noqa: F401  (base of our post-grad pass)
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 
@@ -48,6 +50,26 @@ def compile_fx() -> Callable:
     from torch._inductor.compile_fx import compile_fx as _compile_fx
 
     return _compile_fx
+
+
+def is_aten(target: Any) -> bool:
+    """True for an Aten-IR target (an ``OpOverload`` such as ``torch.ops.aten.add.Tensor``)."""
+    return isinstance(target, torch._ops.OpOverload)
+
+
+def aten_schema(op: Any) -> Any:
+    """The ``FunctionSchema`` of an aten overload (arguments with names, types, mutability)."""
+    return op._schema
+
+
+def compile_fx_with_post_grad_pass(make_pass: Callable[[tuple], Any]) -> Callable:
+    """``compile_fx`` with ``make_pass(passes the user installed)`` as Inductor's post-grad pre-pass.
+    ``config_patches`` also wraps the lazily compiled backward, so both graphs of a step see it."""
+    import torch._inductor.config as inductor_config
+
+    user = inductor_config.post_grad_custom_pre_pass
+    user = tuple(user) if isinstance(user, (list, tuple)) else (user,) if user is not None else ()
+    return functools.partial(compile_fx(), config_patches={"post_grad_custom_pre_pass": make_pass(user)})
 
 
 def aten_schema_is_mutable(target: Any) -> bool:

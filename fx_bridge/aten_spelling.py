@@ -1,0 +1,94 @@
+"""How raising spells terms in Aten-IR: the post-grad graph is functional Aten, so every new node is
+an ``torch.ops.aten`` overload (no ``torch.*`` functions, no methods).
+
+One row per constructor. ``Linear``/``Matmul`` have no row: they are composite ops Inductor has
+already decomposed before post-grad passes, no rule creates them from ``mm``/``addmm``, and raising
+one raises ``NotImplementedError`` so the pass keeps the graph it was given.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import torch
+
+from . import torch_compat
+from .targets import ATEN
+
+aten = torch.ops.aten
+
+
+def _fits(op: Any, operands: list, attrs: dict) -> bool:
+    """Operands sit in the overload's leading arguments, tensors where it takes tensors."""
+    args = torch_compat.aten_schema(op).arguments
+    if len(args) < len(operands) or not set(attrs) <= {a.name for a in args[len(operands):]}:
+        return False
+    return all(isinstance(x, torch.fx.Node) == (str(a.type) == "Tensor") for x, a in zip(operands, args))
+
+
+def pointwise_overload(name: str, operands: list, attrs: dict) -> Any:
+    """The functional overload of pointwise op ``name`` that takes these operand kinds."""
+    packet = getattr(aten, name, None)
+    for overload in packet.overloads() if packet is not None else ():
+        op = getattr(packet, overload)
+        if ATEN.get(op) == name and _fits(op, operands, attrs):
+            return op
+    raise NotImplementedError(f"no aten overload of {name} for operands {[type(x).__name__ for x in operands]}")
+
+
+def pointwise(r, name: str, attrs: dict, operands: list) -> torch.fx.Node:
+    if name == "to_dtype":
+        return r.call(aten._to_copy.default, operands[0], dtype=attrs["dtype"])
+    return r.call(pointwise_overload(name, operands, attrs), *operands, **attrs)
+
+
+_REDUCE = {
+    "sum": lambda x, dims, keep: (aten.sum.dim_IntList, (x, list(dims), keep)),
+    "mean": lambda x, dims, keep: (aten.mean.dim, (x, list(dims), keep)),
+    "amax": lambda x, dims, keep: (aten.amax.default, (x, list(dims), keep)),
+    "amin": lambda x, dims, keep: (aten.amin.default, (x, list(dims), keep)),
+    "prod": lambda x, dims, keep: (aten.prod.dim_int, (x, dims[0], keep)),
+}
+
+
+def _reduce(r, a: list) -> torch.fx.Node:
+    name, attrs = r.low.keys.decode(a[0])
+    target, args = _REDUCE[name](a[1], a[2], bool(a[3]))
+    return r.call(target, *args, **attrs)
+
+
+def _stack(r, a: list) -> torch.fx.Node:
+    """``aten.stack`` is decomposed before post-grad: spell it as the cat of unsqueezes it becomes."""
+    xs, d = a
+    return r.call(aten.cat.default, [r.call(aten.unsqueeze.default, x, d) for x in xs], d)
+
+
+def _layer_norm(r, a: list) -> torch.fx.Node:
+    x, shape, w, b, eps = a
+    return r.call(operator.getitem, r.call(aten.native_layer_norm.default, x, list(shape), w, b, float(eps)), 0)
+
+
+def _composite(r, a: list):
+    raise NotImplementedError("Linear/Matmul have no post-grad Aten spelling")
+
+
+SPELLING: dict[str, Callable[[Any, list], Any]] = {
+    "Linear": _composite, "Matmul": _composite,
+    "Mm": lambda r, a: r.call(aten.mm.default, *a),
+    "Bmm": lambda r, a: r.call(aten.bmm.default, *a),
+    "Addmm": lambda r, a: r.call(aten.addmm.default, *a),
+    "Baddbmm": lambda r, a: r.call(aten.baddbmm.default, *a),
+    "Narrow": lambda r, a: r.call(aten.slice.Tensor, a[0], a[1], a[2], a[2] + a[3]),
+    "View": lambda r, a: r.call(aten.reshape.default, a[0], list(a[1])),
+    "Permute": lambda r, a: r.call(aten.permute.default, a[0], list(a[1])),
+    "Expand": lambda r, a: r.call(aten.expand.default, a[0], list(a[1])),
+    "Unsqueeze": lambda r, a: r.call(aten.unsqueeze.default, *a),
+    "Squeeze": lambda r, a: r.call(aten.squeeze.dim, *a),
+    "Contiguous": lambda r, a: r.call(aten.clone.default, a[0], memory_format=torch.contiguous_format),
+    "Cat": lambda r, a: r.call(aten.cat.default, list(a[0]), a[1]),
+    "Stack": _stack,
+    "Split": lambda r, a: r.call(aten.split_with_sizes.default, a[0], list(a[1]), a[2]),
+    "Reduce": _reduce,
+    "Softmax": lambda r, a: r.call(getattr(aten, f"_{a[0]}").default, a[1], a[2], False),
+    "LayerNorm": _layer_norm,
+}

@@ -1,0 +1,136 @@
+"""The optimizer as Inductor's post-grad pass: the same lower → saturate → extract → raise on the
+functional Aten graphs AOTAutograd produces, forward and backward.
+
+Inductor calls ``post_grad_custom_pre_pass(graph)`` and expects the graph changed in place, so the pass
+optimizes a copy and, only when the copy is complete and lints, swaps the body of ``graph`` for it.
+Any failure leaves ``graph`` untouched and logs a warning: Inductor compiles what it was given.
+
+Input mutation survives functionalization as an epilogue of ``aten.copy_(input, new_value)`` nodes
+after every read. The pass lifts that epilogue off (the new values become extra outputs), optimizes
+the functional body, and appends the same copies after the new body, so they still run last.
+Mutation anywhere else makes lowering refuse the graph (``Unsupported``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import pathlib
+from typing import Any
+
+import torch
+from torch.fx.node import map_arg
+
+from . import torch_compat
+from .lower import Unsupported
+from .pipeline import Options, optimize
+from .report import Report
+
+log = logging.getLogger("eqsat")
+
+_SOURCE_DIRS = ("fx_bridge", "eqsat", "rules")
+# Options that change what the pass emits; the rest (validate, inner) do not touch Aten graphs.
+_OUTPUT_OPTIONS = ("families", "disabled", "iterations", "max_nodes", "seconds", "max_graph_nodes", "mode",
+                   "always_raise", "horizontal", "ilp_seconds")
+
+
+def _source_hash() -> str:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for d in _SOURCE_DIRS:
+        for f in sorted((root / d).rglob("*.py")):
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+class EqsatPostGradPass(torch_compat.CustomGraphPass):
+    """``torch._inductor.config.post_grad_custom_pre_pass = EqsatPostGradPass(options)``."""
+
+    def __init__(self, options: Options | None = None, then: tuple = (), reports: list[Report] | None = None):
+        self.options = dataclasses.replace(options or Options(), validate=False)  # fake inputs only
+        self.then = then  # passes the user had installed, run after ours
+        self.reports = reports if reports is not None else []
+
+    def uuid(self) -> Any:
+        """Stable across processes for the FX graph cache: our sources plus the options that change
+        the output. User rules or a custom cost model cannot be fingerprinted: no caching then."""
+        if self.options.extra_rules or self.options.cost is not None:
+            return None
+        then = [p.uuid() if hasattr(p, "uuid") else None for p in self.then]
+        if None in then:
+            return None
+        opts = repr([(k, getattr(self.options, k)) for k in _OUTPUT_OPTIONS])
+        return hashlib.sha256(f"{_source_hash()}|{opts}|{then}".encode()).hexdigest()
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        self.reports.append(optimize_graph_in_place(graph, self.options))
+        for p in self.then:
+            p(graph)
+
+
+def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
+    """Optimize a post-grad graph in place; on any failure leave it untouched and say why."""
+    try:
+        body, epilogue = _lift_epilogue(graph)
+        inputs = [torch_compat.node_value(n) for n in body.graph.nodes if n.op == "placeholder"]
+        new_gm, report = optimize(body, inputs, options)
+        if new_gm is not body:
+            _replace_body(graph, new_gm.graph, epilogue)
+        log.info("eqsat post-grad: %s", report.summary())
+        return report
+    except Unsupported as e:
+        report = Report(graph_nodes=len(graph.nodes), skipped=str(e))
+        log.warning("eqsat post-grad: skipped a graph of %d nodes: %s", report.graph_nodes, e)
+    except Exception as e:  # never break a compile over our own bug
+        report = Report(graph_nodes=len(graph.nodes), skipped=f"internal error: {type(e).__name__}: {e}")
+        log.warning("eqsat post-grad: internal error, keeping the graph: %s: %s", type(e).__name__, e,
+                    exc_info=log.isEnabledFor(logging.DEBUG))
+    return report
+
+
+def _is_input_copy(n: torch.fx.Node) -> bool:
+    return (n.op == "call_function" and n.target is torch.ops.aten.copy_.default and not n.users
+            and isinstance(n.args[0], torch.fx.Node) and n.args[0].op == "placeholder")
+
+
+def _lift_epilogue(graph: torch.fx.Graph) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
+    """A GraphModule of ``graph`` without its trailing input copies, whose output is
+    ``(outputs, [copied values])``; and those copy nodes, in order."""
+    nodes = list(graph.nodes)
+    output = nodes[-1]
+    k = len(nodes) - 1
+    while k > 0 and _is_input_copy(nodes[k - 1]):
+        k -= 1
+    epilogue = nodes[k:-1]
+    new = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for n in nodes[:k]:
+        env[n] = new.node_copy(n, env.__getitem__)
+    sources = [env[c.args[1]] if isinstance(c.args[1], torch.fx.Node) else c.args[1] for c in epilogue]
+    new.output((map_arg(output.args[0], env.__getitem__), sources))
+    owner = graph.owning_module if graph.owning_module is not None else torch.nn.Module()
+    return torch.fx.GraphModule(owner, new), epilogue
+
+
+def _replace_body(graph: torch.fx.Graph, new: torch.fx.Graph, epilogue: list[torch.fx.Node]) -> None:
+    """Swap ``graph``'s nodes for ``new``'s, keeping ``graph``'s placeholders and re-appending the
+    input copies after the new body. ``new``'s output is ``(outputs, [copied values])``."""
+    new.lint()
+    old_output = next(n for n in reversed(graph.nodes) if n.op == "output")
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    old_body = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
+    env = dict(zip((n for n in new.nodes if n.op == "placeholder"), placeholders))
+    new_output = None
+    with graph.inserting_before(old_output):
+        for n in new.nodes:
+            if n.op == "output":
+                new_output = n
+            elif n.op != "placeholder":
+                env[n] = graph.node_copy(n, env.__getitem__)
+        outputs, sources = map_arg(new_output.args[0], env.__getitem__)
+        for copy, src in zip(epilogue, sources):
+            graph.node_copy(copy, lambda a, c=copy, s=src: s if a is c.args[1] else a)
+    old_output.args = (outputs,)
+    for n in reversed(old_body):
+        graph.erase_node(n)
+    graph.lint()

@@ -32,7 +32,8 @@ def split_inputs(inputs) -> tuple[tuple, dict]:
         return (), inputs
     if isinstance(inputs, torch.Tensor):
         return (inputs,), {}
-    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[1], dict) and isinstance(inputs[0], (tuple, list)):
+    is_pair = isinstance(inputs, tuple) and len(inputs) == 2
+    if is_pair and isinstance(inputs[0], (tuple, list)) and isinstance(inputs[1], dict):
         return tuple(inputs[0]), inputs[1]
     return tuple(inputs), {}
 

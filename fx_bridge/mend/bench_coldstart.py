@@ -69,7 +69,8 @@ def main(argv=None) -> None:
     parser.add_argument("--iters", type=int, default=50)
     args = parser.parse_args(argv)
     print(f"device: {args.device}, torch {torch.__version__}")
-    header = "| model | graphs orig -> mended | cold start orig (s) | mended (s) | speedup | steady orig (ms) | mended (ms) | speedup | mend time (s) |"
+    header = ("| model | graphs orig -> mended | cold start orig (s) | mended (s) | speedup "
+              "| steady orig (ms) | mended (ms) | speedup | mend time (s) |")
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     for name in args.models.split(","):

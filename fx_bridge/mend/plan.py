@@ -73,7 +73,8 @@ def plan(sites: list[Site]) -> list[Decision]:
     """One decision per site; side effects are looked up the user stack (logger wrappers)."""
     decisions = []
     for site in sites:
-        frames = [(site.filename, site.lineno)] + [f for f in reversed(site.frames) if f != (site.filename, site.lineno)]
+        innermost = (site.filename, site.lineno)
+        frames = [innermost] + [f for f in reversed(site.frames) if f != innermost]
         if site.category != SIDE_EFFECT:
             frames = frames[:1]
         first = None

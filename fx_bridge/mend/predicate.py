@@ -54,6 +54,13 @@ def looks_tensor_valued(expr: ast.expr, scope: Scope) -> bool:
     return False
 
 
+def first_leaf(test: ast.expr) -> ast.expr:
+    """The operand of `test` that is always evaluated (what it proves holds for the rest)."""
+    while isinstance(test, (ast.BoolOp, ast.UnaryOp)):
+        test = test.values[0] if isinstance(test, ast.BoolOp) else test.operand
+    return test
+
+
 def convert(test: ast.expr, scope: Scope, spec: Speculation) -> ast.expr:
     """Same truth value as `test`, tensor-valued when its parts are 1-element tensors.
 

@@ -55,7 +55,8 @@ def rewrite_defer(node: ast.Expr, scope: Scope, filename: str) -> list[ast.stmt]
     if is_warn:
         if len(call.args) > 2 or {k.arg for k in call.keywords} - {"message", "category"}:
             raise Refuse("warnings.warn with stacklevel/source: its attribution cannot be preserved")
-        file_node = ast.Name("__file__", ast.Load()) if scope.resolve("__file__") == filename else ast.Constant(filename)
+        same_file = scope.resolve("__file__") == filename
+        file_node = ast.Name("__file__", ast.Load()) if same_file else ast.Constant(filename)
         where = ast.Tuple([file_node, ast.Constant(call.lineno)], ast.Load())
     args = ast.Tuple(list(call.args), ast.Load())
     kwargs = ast.Dict([k.arg and ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])

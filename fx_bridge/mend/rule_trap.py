@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import builtins
 
-from fx_bridge.mend.predicate import Refuse, convert, looks_tensor_valued, rt_call, split_static_prefix
+from fx_bridge.mend.predicate import (
+    Refuse, convert, first_leaf, looks_tensor_valued, rt_call, split_static_prefix,
+)
 from fx_bridge.mend.scope import Scope
 from fx_bridge.mend.speculation import Speculation, float_dtype_facts, tensor_names
 
@@ -40,14 +42,12 @@ def _exception_and_message(raise_stmt: ast.Raise, scope: Scope) -> tuple[ast.exp
 
 
 def rewrite_trap(node: ast.If, scope: Scope) -> list[ast.stmt]:
-    parent = node
-    while parent is not scope.func:
-        parent = scope._parents[id(parent)]
-        if isinstance(parent, ast.Try):
-            raise Refuse("inside try: a handler could observe the changed exception type")
+    if any(isinstance(parent, ast.Try) for parent in scope.ancestors(node)):
+        raise Refuse("inside try: a handler could observe the changed exception type")
     exc, message = _exception_and_message(node.body[0], scope)
     prefix, test = split_static_prefix(node.test, lambda e: looks_tensor_valued(e, scope))
-    spec = Speculation(scope, scope.bound_before(node), tensor_names(test, scope), float_dtype_facts(node.test, scope))
+    tensors = tensor_names(first_leaf(test), scope)
+    spec = Speculation(scope, scope.bound_before(node), tensors, float_dtype_facts(node.test, scope))
     out: list[ast.stmt] = [ast.Expr(rt_call("trap", convert(test, scope, spec), exc, message))]
     if prefix is not None:
         out = [ast.If(prefix, out, [])]

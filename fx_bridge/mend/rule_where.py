@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import ast
 
-from fx_bridge.mend.predicate import Refuse, convert, looks_tensor_valued, rt_call, split_static_prefix
+from fx_bridge.mend.predicate import (
+    Refuse, convert, first_leaf, looks_tensor_valued, rt_call, split_static_prefix,
+)
 from fx_bridge.mend.scope import Scope
 from fx_bridge.mend.speculation import Speculation, float_dtype_facts, tensor_names
 
@@ -49,10 +51,7 @@ def rewrite_where(node: ast.If, scope: Scope) -> list[ast.stmt]:
         raise Refuse("elif chain")
     prefix, test = split_static_prefix(node.test, lambda e: looks_tensor_valued(e, scope))
     bound = scope.bound_before(node)
-    first_leaf = test
-    while isinstance(first_leaf, (ast.BoolOp, ast.UnaryOp)):
-        first_leaf = first_leaf.values[0] if isinstance(first_leaf, ast.BoolOp) else first_leaf.operand
-    spec = Speculation(scope, bound, tensor_names(first_leaf, scope), float_dtype_facts(node.test, scope))
+    spec = Speculation(scope, bound, tensor_names(first_leaf(test), scope), float_dtype_facts(node.test, scope))
     pred_name = f"__mend_p{node.lineno}"
     out: list[ast.stmt] = [ast.Assign([ast.Name(pred_name, ast.Store())], convert(test, scope, spec))]
 

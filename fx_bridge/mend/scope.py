@@ -48,8 +48,8 @@ class Scope:
         for stmt in own_statements(func):
             if isinstance(stmt, (ast.Global, ast.Nonlocal)):
                 declared |= set(stmt.names)
-            assigned |= stored_names(stmt) if not isinstance(stmt, (ast.If, ast.While, ast.For, ast.With, ast.Try)) \
-                else stored_names(_header(stmt))
+            compound = isinstance(stmt, (ast.If, ast.While, ast.For, ast.With, ast.Try))
+            assigned |= stored_names(_header(stmt) if compound else stmt)  # bodies come as own statements
         self.declared = declared
         self.locals = (assigned | self.params) - declared
         self._parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
@@ -81,6 +81,12 @@ class Scope:
             node = parent
         return bound - {n for n in bound if n in self.declared}
 
+    def ancestors(self, node: ast.AST):
+        """Enclosing nodes of `node`, innermost first, up to the def."""
+        while node is not self.func:
+            node = self._parents[id(node)]
+            yield node
+
     def used_outside(self, name: str, region: ast.AST) -> bool:
         """Is `name` read or written anywhere in the function outside `region`?"""
         inside = {id(n) for n in ast.walk(region)}
@@ -99,7 +105,8 @@ def _header(stmt: ast.stmt) -> ast.AST:
     if isinstance(stmt, ast.For):
         return ast.Tuple([stmt.target, stmt.iter], ast.Load())
     if isinstance(stmt, ast.With):
-        return ast.Tuple([i.context_expr for i in stmt.items] + [i.optional_vars for i in stmt.items if i.optional_vars], ast.Load())
+        parts = [i.context_expr for i in stmt.items] + [i.optional_vars for i in stmt.items if i.optional_vars]
+        return ast.Tuple(parts, ast.Load())
     if isinstance(stmt, ast.Try):
         return ast.Tuple([ast.Name(h.name, ast.Store()) for h in stmt.handlers if h.name], ast.Load())
     return ast.Tuple([], ast.Load())

@@ -162,9 +162,13 @@ def test_trap_torch_equal_guard(mended):
         f(torch.tensor([1.0, 0.0, 1.0]), torch.ones(3))
 
 
-@pytest.mark.parametrize("fn,why", [(s.guard_in_try, "inside try"), (s.guard_dynamic_message, "constant")])
-def test_trap_near_misses_left_alone(mended, fn, why):
-    report = mended(fn, torch.ones(2))
+@pytest.mark.parametrize("fn,args,why", [
+    (s.guard_in_try, (), "inside try"),
+    (s.guard_dynamic_message, (), "constant"),
+    (s.guard_short_circuit, (torch.ones(2),), "short-circuited operand"),  # `extra` is not proven a tensor
+])
+def test_trap_near_misses_left_alone(mended, fn, args, why):
+    report = mended(fn, torch.ones(2), *args)
     assert report.decisions and report.decisions[0].rule is None and why in report.decisions[0].reason
     assert report.after.breaks == report.before.breaks
 

@@ -91,7 +91,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         if fam is not None and families[-1] != fam and changed:
             with _phase(report, "lower"):
                 current_low = lower(current_gm, example_inputs)
-    if opts.validate and report.changed:
+    if opts.validate and current_gm is not gm:
         _validate(gm, current_gm, example_inputs, report)
     return current_gm, report
 

@@ -36,9 +36,17 @@ def pointwise_overload(name: str, operands: list, attrs: dict) -> Any:
     raise NotImplementedError(f"no aten overload of {name} for operands {[type(x).__name__ for x in operands]}")
 
 
+# ``op(scalar, x) == swapped(x, scalar)``: aten's binary overloads take the tensor first. Only
+# attribute-free ops (``add(s, x, alpha=a)`` is not ``add(x, s, alpha=a)``).
+_SWAPPED = {"add": "add", "mul": "mul", "sub": "rsub", "rsub": "sub", "eq": "eq", "ne": "ne", "lt": "gt",
+            "gt": "lt", "le": "ge", "ge": "le", "maximum": "maximum", "minimum": "minimum"}
+
+
 def pointwise(r, name: str, attrs: dict, operands: list) -> torch.fx.Node:
     if name == "to_dtype":
         return r.call(aten._to_copy.default, operands[0], dtype=attrs["dtype"])
+    if len(operands) == 2 and not isinstance(operands[0], torch.fx.Node) and not attrs and name in _SWAPPED:
+        name, operands = _SWAPPED[name], operands[::-1]
     return r.call(pointwise_overload(name, operands, attrs), *operands, **attrs)
 
 

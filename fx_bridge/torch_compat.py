@@ -72,6 +72,14 @@ def compile_fx_with_post_grad_pass(make_pass: Callable[[tuple], Any]) -> Callabl
     return functools.partial(compile_fx(), config_patches={"post_grad_custom_pre_pass": make_pass(user)})
 
 
+def aot_backend(compiler: Callable[[torch.fx.GraphModule, Sequence[Any]], Callable]) -> Callable:
+    """A ``torch.compile`` backend running ``compiler`` on AOTAutograd's forward and backward Aten
+    graphs without Inductor's decompositions (tests exercise post-grad passes cheaply this way)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler)
+
+
 def aten_schema_is_mutable(target: Any) -> bool:
     schema = getattr(target, "_schema", None)
     return bool(schema is not None and schema.is_mutable)

@@ -35,6 +35,7 @@ class ProgramCost:
     extern: int
     bytes: float
     cost: float
+    loops: int = 0  # loop nests inside the generated kernels (what CPU generated_kernel_count counts)
 
     @property
     def kernels(self) -> int:
@@ -50,12 +51,13 @@ class CostModel:
     frozen_params: bool = False  # weights folded by Inductor (freezing): a cat of params is free
     pointwise_cat_inputs: int = 8  # GPU Inductor lowers cats of ≤ 8 inputs to a fusible pointwise op
     outer_loop_fusion: bool = False  # the C++ (CPU) backend fuses every loop nest sharing the outer loop
+    loop_cost: float = 0.0    # µs per loop nest inside a fused kernel (CPU: an OpenMP barrier each)
 
     @classmethod
     def for_device(cls, device: str, **kw) -> "CostModel":
         """CPU Inductor always emits ConcatKernel and fuses by outer loop; the default is the GPU."""
         if device == "cpu":
-            kw = {"pointwise_cat_inputs": 0, "outer_loop_fusion": True, **kw}
+            kw = {"pointwise_cat_inputs": 0, "outer_loop_fusion": True, "loop_cost": 1.0, **kw}
         return cls(**kw)
 
     # -- whole program -------------------------------------------------------------------------
@@ -64,8 +66,9 @@ class CostModel:
                                       self.pointwise_cat_inputs, self.outer_loop_fusion)
         extern = sum(1 for g in groups if g[0].kind == "extern")
         generated = len(groups) - extern
-        return ProgramCost(generated, extern, nbytes,
-                                 self.alpha * (generated + extern) + self.beta * nbytes)
+        loops = sum(len(g) for g in groups if g[0].kind != "extern")
+        cost = self.alpha * (generated + extern) + self.beta * nbytes + self.loop_cost * loops
+        return ProgramCost(generated, extern, nbytes, cost, loops)
 
     # -- per e-node linear approximation ---------------------------------------------------------
     def node_cost(self, node: ENode, view: EGraphView) -> float:

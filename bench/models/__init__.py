@@ -9,6 +9,7 @@ REGISTRY = {
     "dlrm": recsys.build_dlrm,
     "recsys_tower": recsys.build_recsys_tower,
     "split_cat_64": split_cat.build_split_cat_64,
+    "split_cat_mixed": split_cat.build_split_cat_mixed,
     "split_stack_unbind": split_cat.build_split_stack_unbind,
     "illustrative": split_cat.build_illustrative,
     "gpt2_block": hf_blocks.build_gpt2,

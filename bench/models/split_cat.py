@@ -12,9 +12,18 @@ from bench.models.sizes import finish, pick, randn, seeded
 
 
 class SplitCat64(nn.Module):
-    """64-way split, a different cheap pointwise op per piece, cat back."""
+    """64-way split, the same short pointwise chain on every piece (Optimus' split → op → cat)."""
 
     pieces = 64
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        parts = torch.split(x, x.shape[1] // self.pieces, dim=1)
+        return torch.cat([torch.sigmoid(p * 0.5).relu() for p in parts], dim=1)
+
+
+class SplitCatMixed(SplitCat64):
+    """64-way split with a different op per piece (relu / sigmoid / scale in turn): no rewrite can
+    turn it into one pointwise op, so it measures what the cat itself costs."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         ops = (torch.relu, torch.sigmoid, lambda t: t * 0.5)
@@ -22,12 +31,19 @@ class SplitCat64(nn.Module):
         return torch.cat([ops[i % len(ops)](p) for i, p in enumerate(parts)], dim=1)
 
 
-def build_split_cat_64(size: str | int = "small", device="cpu", dtype=torch.float32):
-    """size = rows of the input; always 64 pieces of width 8."""
-    gen = seeded(10)
-    rows = pick(size, tiny=4, small=256, medium=4096, large=65536)
-    x = randn(gen, rows, SplitCat64.pieces * 8, device=device, dtype=dtype)
-    return finish(SplitCat64(), (x,), device, dtype)
+def _build_64(cls):
+    def build(size: str | int = "small", device="cpu", dtype=torch.float32):
+        """size = rows of the input; always 64 pieces of width 8."""
+        gen = seeded(10)
+        rows = pick(size, tiny=4, small=256, medium=4096, large=65536)
+        x = randn(gen, rows, cls.pieces * 8, device=device, dtype=dtype)
+        return finish(cls(), (x,), device, dtype)
+
+    return build
+
+
+build_split_cat_64 = _build_64(SplitCat64)
+build_split_cat_mixed = _build_64(SplitCatMixed)
 
 
 class SplitStackUnbindTangle(nn.Module):

@@ -74,10 +74,11 @@ def compile_fx_with_post_grad_pass(make_pass: Callable[[tuple], Any]) -> Callabl
 
 def aot_backend(compiler: Callable[[torch.fx.GraphModule, Sequence[Any]], Callable]) -> Callable:
     """A ``torch.compile`` backend running ``compiler`` on AOTAutograd's forward and backward Aten
-    graphs without Inductor's decompositions (tests exercise post-grad passes cheaply this way)."""
+    graphs without Inductor's decompositions (tests exercise post-grad passes cheaply this way).
+    Input mutations stay in the graph as trailing ``copy_`` nodes, as Inductor asks for."""
     from torch._dynamo.backends.common import aot_autograd
 
-    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler)
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, keep_inference_input_mutations=True)
 
 
 def aten_schema_is_mutable(target: Any) -> bool:

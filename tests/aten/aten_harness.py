@@ -43,11 +43,11 @@ def step(fn, model: torch.nn.Module, inputs: tuple):
     return loss.detach(), grads
 
 
-def compare_training(model: torch.nn.Module, inputs: tuple, backend, rtol=1e-4, atol=1e-5) -> None:
+def compare_training(model: torch.nn.Module, inputs: tuple, backend, rtol=1e-4, atol=1e-5, dynamic=None) -> None:
     """The compiled step gives eager's loss and gradients."""
     twin = copy.deepcopy(model)
     expected = step(model, model, inputs)
-    actual = step(torch.compile(twin, backend=backend), twin, inputs)
+    actual = step(torch.compile(twin, backend=backend, dynamic=dynamic), twin, inputs)
     torch.testing.assert_close(actual[0], expected[0], rtol=rtol, atol=atol)
     for a, e in zip(actual[1], expected[1]):
         if e is None:

@@ -177,15 +177,20 @@ def _build_unary(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
 
 
 def _build_binary(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
-    """Operands that are the same Ref in every member stay as they are (they broadcast over the
-    batch dim); the others are stacked."""
+    """Operands that are the same Ref in every member are not stacked: they broadcast over the
+    batch dim (a full-rank one gets a unit dim there); the others are stacked."""
     key = ts[0].args[0]
     rank = max(len(ctx.shape(ts[0].args[k])) for k in (1, 2))
     d = _stack_dim(rank)
     ops = []
     for k in (1, 2):
         side = [t.args[k] for t in ts]
-        ops.append(side[0] if len(set(side)) == 1 else _stack_at(ctx, side, rank, d))
+        if len(set(side)) > 1:
+            ops.append(_stack_at(ctx, side, rank, d))
+        elif len(ctx.shape(side[0])) > rank - d:
+            ops.append(Term("Unsqueeze", (side[0], d)))
+        else:
+            ops.append(side[0])
     return _unbind(bind(Term("Binary", (key, *ops))), len(ts), d)
 
 

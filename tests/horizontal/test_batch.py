@@ -232,6 +232,18 @@ def test_binary_with_shared_operand_training():
     assert targets(gm).count(torch.mul) + targets(gm).count("mul") <= 1
 
 
+def test_binary_with_shared_full_rank_operand():
+    """a·s, b·s, c·s with s of the operands' own rank: s must broadcast over the new batch dim."""
+    def f(a, b, c, s):
+        return torch.cat([torch.sigmoid(t) * s for t in (a, b, c)], 1)
+
+    args = [torch.randn(4, 8) for _ in range(4)]
+    gm, ex = capture(f, *args)
+    assert horizontal_unions(lower(gm, ex)).counts.get("batch_mul") == 1
+    out = torch.compile(f, backend=eqsat_backend(inner="eager", validate=True, always_raise=True))(*args)
+    torch.testing.assert_close(out, f(*args))
+
+
 def test_batch_mm_and_addmm():
     torch.manual_seed(0)
     ws = [torch.randn(8, 6, requires_grad=True) for _ in range(3)]

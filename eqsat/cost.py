@@ -98,7 +98,10 @@ class CostModel:
         if any(b is None for b in sizes):
             return UNKNOWN
         if all(e in view.params for e in elems):
-            return 0.0 if self.frozen_params else self.alpha + 2 * self.beta * sum(sizes)
+            if self.frozen_params:
+                return 0.0
+            launches = 1 if len(elems) <= self.pointwise_cat_inputs else len(elems)  # a copy each
+            return self.alpha * launches + 2 * self.beta * sum(sizes)
         copied = [b for e, b in zip(elems, sizes) if not _computed_by_fusible(view, e)]
         return (self.alpha if copied else 0.0) + 2 * self.beta * sum(copied)
 

@@ -102,7 +102,10 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
         session = Session(rules, shape_rules())
         session.commands(low.commands)
         if opts.horizontal and _has_family(rules, "batch"):
-            session.commands(horizontal_unions(low, opts.disabled))
+            unions = horizontal_unions(low, opts.disabled)
+            session.commands(unions)
+            for k, v in unions.counts.items():  # groups offered; the extractor decides which stay
+                report.rules_fired[k] = report.rules_fired.get(k, 0) + v
     with _phase(report, "saturate"):
         sat = session.saturate(opts.budget)
     report.egraph_sizes.extend(sat.sizes)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The GPU figures the issues ask for, in as few device calls as possible.
+#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale)
+# Run from the repo root on the GPU machine with the cp312 wheels in .whl/ (egglog 13.2.0 and what it
+# imports at start that the image lacks); results land in $OUT (default bench/out/h200).
+set -u
+out=${OUT:-bench/out/h200}
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+nvidia-smi -L
+models=${MODELS:-dhen,wukong,interformer,dlrm,recsys_tower,split_cat_64,split_cat_mixed,split_stack_unbind,illustrative}
+for job in "$@"; do
+  echo "== $job"
+  case $job in
+    calibrate) timeout "${T_CAL:-200}" python3 -m bench.calibrate --device cuda --graphs "${GRAPHS:-30}" --models \
+                 > "$out/calibrate.txt" 2>&1; tail -25 "$out/calibrate.txt" ;;
+    bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
+             --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} \
+             --out "$out/bench" > "$out/bench.log" 2>&1; cat "$out/bench/report.md" ;;
+    train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
+             --models dhen wukong interformer dlrm recsys_tower > "$out/train_step.txt" 2>&1
+           cat "$out/train_step.txt" ;;
+    ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \
+           --size small > "$out/ddp.txt" 2>&1; tail -20 "$out/ddp.txt" ;;
+    scale) timeout "${T_SCALE:-120}" python3 -m bench.pipeline_scale --nodes 1000 5000 > "$out/scale.txt" 2>&1
+           cat "$out/scale.txt" ;;
+  esac
+done

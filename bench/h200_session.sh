@@ -19,7 +19,7 @@ for job in "$@"; do
                  > "$out/calibrate.txt" 2>&1; tail -25 "$out/calibrate.txt" ;;
     bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
              --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} \
-             --out "$out/bench" > "$out/bench.log" 2>&1; cat "$out/bench/report.md" ;;
+             --out "$out/bench" > /tmp/bench.log 2>&1; tail -3 /tmp/bench.log; cat "$out/bench/report.md" ;;
     train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > "$out/train_step.txt" 2>&1
            cat "$out/train_step.txt" ;;

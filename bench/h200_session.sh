@@ -2,7 +2,8 @@
 # The GPU figures the issues ask for, in as few device calls as possible.
 #   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale)
 # Run from the repo root on the GPU machine with the cp312 wheels in .whl/ (egglog 13.2.0 and what it
-# imports at start that the image lacks); results land in $OUT (default bench/out/h200).
+# imports at start that the image lacks); results land in $OUT (default bench/out/h200): the harness'
+# folder bench/ and one jobs.txt with every job's output (the device returns at most 8 files).
 set -u
 out=${OUT:-bench/out/h200}
 mkdir -p "$out"
@@ -16,16 +17,15 @@ for job in "$@"; do
   echo "== $job"
   case $job in
     calibrate) timeout "${T_CAL:-200}" python3 -m bench.calibrate --device cuda --graphs "${GRAPHS:-30}" --models \
-                 > "$out/calibrate.txt" 2>&1; tail -25 "$out/calibrate.txt" ;;
+                 > /tmp/job.txt 2>&1 ;;
     bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
              --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} \
-             --out "$out/bench" > /tmp/bench.log 2>&1; tail -3 /tmp/bench.log; cat "$out/bench/report.md" ;;
+             --out "$out/bench" > /tmp/job.txt 2>&1; cat "$out/bench/report.md" >> /tmp/job.txt ;;
     train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
-             --models dhen wukong interformer dlrm recsys_tower > "$out/train_step.txt" 2>&1
-           cat "$out/train_step.txt" ;;
+             --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \
-           --size small > "$out/ddp.txt" 2>&1; tail -20 "$out/ddp.txt" ;;
-    scale) timeout "${T_SCALE:-120}" python3 -m bench.pipeline_scale --nodes 1000 5000 > "$out/scale.txt" 2>&1
-           cat "$out/scale.txt" ;;
+           --size small > /tmp/job.txt 2>&1 ;;
+    scale) timeout "${T_SCALE:-120}" python3 -m bench.pipeline_scale --nodes 1000 5000 > /tmp/job.txt 2>&1 ;;
   esac
+  { echo "== $job"; grep -v -i warn /tmp/job.txt | tail -"${TAIL:-80}"; } | tee -a "$out/jobs.txt"
 done

@@ -20,7 +20,9 @@ for job in "$@"; do
                  > /tmp/job.txt 2>&1 ;;
     bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
              --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} \
-             --out "$out/bench" > /tmp/job.txt 2>&1; cat "$out/bench/report.md" >> /tmp/job.txt ;;
+             --out "$out/bench" > /tmp/job.txt 2>&1
+           python3 -m bench report "$out/bench" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
+           cat "$out/bench/report.md" >> /tmp/job.txt ;;
     train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \

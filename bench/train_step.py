@@ -116,7 +116,10 @@ def main(argv=None) -> None:
     ap.add_argument("--size", default="small")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=0, help="CPU intra-op threads (0: torch's default)")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(f"| model | mode | fwd kernels (gen+extern) | bwd kernels (gen+extern) | step ms | loss | max grad err |")
     print("|---|---|---|---|---|---|---|")
     for name in args.models:

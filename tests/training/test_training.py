@@ -1,0 +1,42 @@
+"""A training step through Inductor with both eqsat passes: eager's loss and gradients, the post-grad
+pass sees the forward and the backward graph, and neither graph gets more kernels than Inductor alone.
+Compiles are shared between tests (one per model and mode); only the smallest model runs unmarked."""
+import functools
+
+import pytest
+import torch
+
+from bench.models import NEEDS_TRANSFORMERS, REGISTRY
+from bench.train_step import build, max_grad_error, run_step
+
+FAST = {"recsys_tower"}
+
+
+def _params():
+    for name in REGISTRY:
+        yield pytest.param(name, marks=[] if name in FAST else [pytest.mark.slow], id=name)
+
+
+@functools.lru_cache(maxsize=None)
+def _result(name: str, mode: str | None):
+    if name in NEEDS_TRANSFORMERS:
+        pytest.importorskip("transformers")
+    torch._dynamo.reset()
+    model, inputs = build(name, "tiny")
+    return run_step(model, inputs, mode)
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_loss_and_gradients_match_eager(name):
+    eager, ours = _result(name, None), _result(name, "eqsat")
+    assert ours.loss == pytest.approx(eager.loss, rel=1e-4, abs=1e-5)
+    assert max_grad_error(ours, eager) < 1e-4
+    reports = ours.backend.post_grad_reports
+    assert len(reports) >= 2 and not any(r.skipped for r in reports), [r.skipped for r in reports]
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_no_more_kernels_than_inductor(name):
+    inductor, ours = _result(name, "inductor"), _result(name, "eqsat")
+    assert ours.kernels_fwd["total"] <= inductor.kernels_fwd["total"]
+    assert ours.kernels_bwd["total"] <= inductor.kernels_bwd["total"]

@@ -30,6 +30,12 @@ from .report import Report
 log = logging.getLogger("eqsat")
 
 
+# The phase-ordering baseline ("greedy" mode) runs one family at a time, in Optimus' order: split-cat
+# normalisation first, then batch fusion, then the algebra; each family is saturated, extracted and
+# lowered again before the next, so no rewrite can enable one of an earlier family.
+GREEDY_ORDER = ("split_cat", "batch", "algebra")
+
+
 @dataclass
 class Options:
     """Everything a user can set, as ``eqsat_backend(**options)`` or ``torch.compile(options=...)``."""
@@ -82,7 +88,9 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     with _phase(report, "lower"):
         low = lower(gm, example_inputs)
-    families = [None] if opts.mode == "saturate" else sorted({r.family for r in rules})
+    present = {r.family for r in rules}
+    families = [None] if opts.mode == "saturate" else (
+        [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
     current_gm, current_low = gm, low
     for fam in families:
         fam_rules = rules if fam is None else [r for r in rules if r.family == fam]

@@ -55,6 +55,7 @@ class Options:
     cost: CostModel | None = None             # None: the calibrated model for the inputs' device
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
     post_grad: bool = True                    # also optimize the Aten graphs (fx_bridge.post_grad)
+    post_grad_disabled: Sequence[str] = ("batch",)  # off post-grad: batch fusion mispriced there (post_grad.py)
 
     @classmethod
     def of(cls, options: dict | None) -> "Options":

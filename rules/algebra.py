@@ -12,7 +12,6 @@ from eqsat.rule import Rule
 
 from .dsl import (binary, cat, each, insert, ints, ivecs, log_softmax, narrow, opkey, reshape, rewrite,
                   softmax, split, squeeze, stack, tensor, tlists, unary, unsqueeze)
-from .split_cat import CAT_CONTEXT
 
 x, y = tensor("x"), tensor("y")
 f = opkey("f")
@@ -66,7 +65,7 @@ VIEW_RULES = [
 
 ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES
 
-# -- cat of cat on the same dim: hand-written (the inner cat may sit anywhere in the list) ----------
+# -- cat of cat on the same dim: hand-written (the result appends two lists) ---------------------------
 _A = ":ruleset analysis"
 APPEND = (  # Appended(m, r, o): o is the list m followed by r, built on demand
     "(relation AppendDemand (TList TList))",
@@ -75,14 +74,12 @@ APPEND = (  # Appended(m, r, o): o is the list m followed by r, built on demand
     f"(rule ((AppendDemand m r) (= m (TCons h u))) ((AppendDemand u r)) {_A})",
     f"(rule ((AppendDemand m r) (= m (TCons h u)) (Appended u r o)) ((Appended m r (TCons h o))) {_A})",
 )
-_INNER = "(CatCell l d) (= l (TCons (Cat m d) r))"
+_INNER = "(= c (Cat l d)) (= l (TCons (Cat m d) r))"
 CAT_FLATTEN = Rule(
-    "cat_flatten", "algebra", "cat([..., cat(m, d), ...], d) = cat([..., *m, ...], d)",
+    "cat_flatten", "algebra", "cat([cat(m, d), *rest], d) = cat(m + rest, d)",
     (f"(rule ({_INNER}) ((AppendDemand m r)))",
-     f"(rule ({_INNER} (Appended m r o)) ((CatAlt l d o)))",
-     f"(rule ({_INNER} (CatAlt r d r2)) ((AppendDemand m r2)))",
-     f"(rule ({_INNER} (CatAlt r d r2) (Appended m r2 o)) ((CatAlt l d o)))"),
-    CAT_CONTEXT + APPEND,
+     f"(rule ({_INNER} (Appended m r o)) ((union c (Cat o d))))"),
+    APPEND,
 )
 
 ALGEBRA_HAND = [CAT_FLATTEN]

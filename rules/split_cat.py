@@ -50,21 +50,33 @@ SPLIT_CAT_DSL = [
 
 # -- runs of pieces inside a longer cat: hand-written (a list pattern cannot say "somewhere inside") --
 _A = ":ruleset analysis"
-# CatCell(l, d): l is a cell of a cat's list on dim d. CatAlt(l, d, l2): in such a cat, the cells l
-# and l2 concatenate to the same tensor; it propagates to the cells before, and the cat is unioned.
+# CatCell(l, d): l is a cell of a cat's list on dim d. A producer cell r proposes RunAlt(r, d, n): the
+# cells from r on concatenate like n. Each cat is rebuilt around its *first* producer only
+# (next-run: distance to it), and the rebuilt cat, sharing the tail, is rebuilt around the next one:
+# k runs give a chain of k lists, not the 2^k combinations.
 CAT_CONTEXT = (
     "(relation CatCell (TList i64))",
-    "(relation CatAlt (TList i64 TList))",
+    "(relation RunAlt (TList i64 TList))",
+    "(function next-run (TList i64) i64 :merge (min old new))",
+    "(relation FirstRun (TList i64 TList TList))",
+    "(relation Rebuilt (TList i64 TList))",
     f"(rule ((= c (Cat l d))) ((CatCell l d)) {_A})",
     f"(rule ((CatCell l d) (= l (TCons h r))) ((CatCell r d)) {_A})",
-    f"(rule ((CatCell l d) (= l (TCons h r)) (CatAlt r d r2)) ((CatAlt l d (TCons h r2))) {_A})",
-    f"(rule ((= c (Cat l d)) (CatAlt l d l2)) ((union c (Cat l2 d))) {_A})",
+    f"(rule ((RunAlt r d n)) ((set (next-run r d) 0) (FirstRun r d r n)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons h r)) (= k (next-run r d))) ((set (next-run l d) (+ k 1))) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons h r)) (= k (next-run l d)) (> k 0) (= (- k 1) (next-run r d))"
+    f" (FirstRun r d p n)) ((FirstRun l d p n)) {_A})",
+    f"(rule ((FirstRun l d l n)) ((Rebuilt l d n)) {_A})",
+    f"(rule ((FirstRun l d p n) (!= l p) (= l (TCons h r)) (FirstRun r d p n) (Rebuilt r d nr))"
+    f" ((Rebuilt l d (TCons h nr))) {_A})",
+    f"(rule ((= c (Cat l d)) (Rebuilt l d l2)) ((union c (Cat l2 d))) {_A})",
 )
-# Every piece of a split exists as a Get, so "the next cell is not the next piece" is decidable.
-# SplitRun(l, S, i, j, tail): l starts with pieces i..j-1 of S (split on the cat dim), then tail,
-# and the run cannot be extended to the right.
+# Every piece of a split exists as a Get, so "this cell is not the next piece" is decidable.
+# SplitRun(l, S, i, j, tail): l starts with pieces i..j-1 of S (split on the cat dim), then tail, and
+# the run cannot be extended to the right. RunStart(l, d): nor to the left.
 SPLIT_RUNS = (
     "(relation SplitRun (TList TTuple i64 i64 TList))",
+    "(relation RunStart (TList i64))",
     f"(rule ((= S (Split x s d))) ((Get S 0)) {_A})",
     f"(rule ((= g (Get S i)) (= S (Split x s d)) (< (+ i 1) (vec-length s))) ((Get S (+ i 1))) {_A})",
     f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (= S (Split x s d)) (= r (TNil)))"
@@ -75,18 +87,19 @@ SPLIT_RUNS = (
     f" (= g (Get S (+ i 1))) (!= h g)) ((SplitRun l S i (+ i 1) r)) {_A})",
     f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (SplitRun r S (+ i 1) j tail))"
     f" ((SplitRun l S i j tail)) {_A})",
+    f"(rule ((= c (Cat l d))) ((RunStart l d)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons h r)) (= r (TCons (Get S 0) u))) ((RunStart r d)) {_A})",
+    f"(rule ((CatCell l d) (= l (TCons h r)) (= r (TCons (Get S i) u)) (> i 0) (= g (Get S (- i 1))) (!= h g))"
+    f" ((RunStart r d)) {_A})",
 )
-_RUN = "(CatCell l d) (SplitRun l S i j tail) (>= (- j i) 2) (= S (Split x s d))"
-_NARROW = "(Narrow x d a (- b a))"
+_RUN = "(RunStart l d) (SplitRun l S i j tail) (>= (- j i) 2) (= S (Split x s d))"
 
 CAT_SPLIT_RUN = Rule(
     "cat_split_run", "split_cat",
     "split_cat_to_slices / merge_getitem_cat: a maximal run of consecutive pieces inside a cat on the"
     " split dim becomes one narrow of the input",
     (f"(rule ({_RUN}) ((offset-demand s i) (offset-demand s j)))",
-     f"(rule ({_RUN} (= a (offset s i)) (= b (offset s j))) ((CatAlt l d (TCons {_NARROW} tail))))",
-     f"(rule ({_RUN} (= a (offset s i)) (= b (offset s j)) (CatAlt tail d t2))"
-     f" ((CatAlt l d (TCons {_NARROW} t2))))"),
+     f"(rule ({_RUN} (= a (offset s i)) (= b (offset s j))) ((RunAlt l d (TCons (Narrow x d a (- b a)) tail))))"),
     CAT_CONTEXT + SPLIT_RUNS + DERIVED["offset"].decls,
 )
 

@@ -52,8 +52,7 @@ POSITIVE = [
     ("cat_binary_same", f"(Cat {tl(mul('$x', '$z'), mul('$y', '$y'))} 1)",
      mul(f"(Cat {tl('$x', '$y')} 1)", f"(Cat {tl('$z', '$y')} 1)")),
     ("cat_binary_scalar", f"(Cat {tl(mul('$x', '$s0'), mul('$y', '$s0'))} 1)", mul(f"(Cat {tl('$x', '$y')} 1)", "$s0")),
-    ("cat_flatten", f"(Cat {tl('$y', XW, '$y')} 1)",
-     f"(Cat {tl('$y', '$x', '$w', '$y')} 1)"),
+    ("cat_flatten", f"(Cat {tl(XW, '$y')} 1)", f"(Cat {tl('$x', '$w', '$y')} 1)"),
     ("unsqueeze_as_view", "(Unsqueeze $x 2)", f"(View $x {vec(4, 6, 1)})"),
     ("squeeze_as_view", "(Squeeze $r1 0)", f"(View $r1 {vec(6)})"),
 ]

@@ -2,10 +2,8 @@
 import torch
 
 import rules
-from fx_bridge import eqsat_backend, last_reports
-from fx_bridge import inductor_metrics
-from fx_bridge import optimize
-from rules.dsl import add, mm, narrow, relu, rewrite, tensor, ints
+from fx_bridge import eqsat_backend, inductor_metrics, last_reports, optimize
+from rules.dsl import add, ints, mm, narrow, relu, rewrite, tensor
 
 
 class OptimusPatterns(torch.nn.Module):

@@ -2,6 +2,7 @@
 every rule, so no other rule sneaks the forbidden form in either)."""
 import pytest
 
+from eqsat.egraph import Budget
 from egraph_case import Case, pieces, tl, vec
 
 S = f"(Split $x {vec(2, 2, 2)} 1)"            # x: (4, 6) in three (4, 2) pieces
@@ -82,3 +83,16 @@ def test_relu_between_split_and_cat_is_seen_through():
     g = Case().let("t", f"(Cat {tl(*relu)} 1)").run()
     assert g.same("$t", '(Unary "relu" $x)')
     assert {"cat_unary", "cat_split_all"} <= set(g.fired)
+
+
+def test_many_runs_in_one_cat_stay_bounded():
+    items = []
+    for k in range(16):
+        p = pieces(S if k % 2 == 0 else f"(Split $z {vec(2, 2, 2)} 1)", 3)
+        items += [p[0], p[1], "$y", p[2]]
+    g = Case(["cat_split_run"]).let("t", f"(Cat {tl(*items)} 1)")
+    log = g.s.saturate(Budget(iterations=12, nodes=50_000))
+    assert log.stop_reason == "saturated" and log.sizes[-1] < 10_000, log.sizes
+    merged = [item for k in range(16) for item in (f"(Narrow {'$x' if k % 2 == 0 else '$z'} 1 0 4)", "$y",
+                                                     pieces(S if k % 2 == 0 else f"(Split $z {vec(2, 2, 2)} 1)", 3)[2])]
+    assert g.same("$t", f"(Cat {tl(*merged)} 1)")

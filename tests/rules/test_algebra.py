@@ -9,7 +9,7 @@ S = f"(Split $x {vec(2, 4)} 1)"
 
 
 XW, YY0 = f"(Cat {tl('$x', '$w')} 1)", f"(Cat {tl('$y', '$y')} 0)"
-EXP_Y = '(Unary "exp" $y)'
+EXP_Y, EXP_Z = '(Unary "exp" $y)', '(Unary "exp" $z)'
 SPLIT_RELU = f"(Split {RELU.format('$x')} {vec(2, 4)} 1)"
 
 
@@ -43,6 +43,10 @@ POSITIVE = [
     ("split_binary_same", f"(Get (Split {mul('$x', '$z')} {vec(2, 4)} 1) 0)",
      mul(f"(Get {S} 0)", f"(Get (Split $z {vec(2, 4)} 1) 0)")),
     ("split_binary_rhs_bcast", f"(Get (Split {mul('$x', '$b1')} {vec(2, 4)} 1) 0)", mul(f"(Get {S} 0)", "$b1")),
+    ("split_binary_lhs_bcast", f"(Get (Split {mul('$b1', '$x')} {vec(2, 4)} 1) 0)", mul("$b1", f"(Get {S} 0)")),
+    ("split_binary_lhs_scalar", f"(Get (Split {mul('$s0', '$x')} {vec(2, 4)} 1) 1)", mul("$s0", f"(Get {S} 1)")),
+    ("narrow_log_softmax", '(Narrow (Softmax "log_softmax" $x 0) 1 1 2)', '(Softmax "log_softmax" (Narrow $x 1 1 2) 0)'),
+    ("split_softmax", f'(Get (Split (Softmax "softmax" $x 0) {vec(2, 4)} 1) 0)', f'(Softmax "softmax" (Get {S} 0) 0)'),
     ("split_binary_rhs_scalar", f"(Get (Split {mul('$x', '$s0')} {vec(2, 4)} 1) 0)", mul(f"(Get {S} 0)", "$s0")),
     ("narrow_softmax", '(Narrow (Softmax "softmax" $x 1) 0 1 2)', '(Softmax "softmax" (Narrow $x 0 1 2) 1)'),
     ("split_log_softmax", f'(Get (Split (Softmax "log_softmax" $x 0) {vec(2, 4)} 1) 1)',
@@ -83,6 +87,9 @@ NEGATIVE = [  # (name, term, a form it must not become, rules that must not fire
      mul(f"(Cat {tl('$x', '$y')} 1)", "$s0"), ["cat_binary_scalar"]),
     ("inner_cat_other_dim", f"(Cat {tl('$y', YY0)} 1)",
      f"(Cat {tl('$y', '$y', '$y')} 1)", ["cat_flatten"]),
+    ("stack_different_ops", f"(Stack {tl(relu('$x'), EXP_Z)} 0)", relu(f"(Stack {tl('$x', '$z')} 0)"),
+     ["stack_unary"]),
+    ("unsqueeze_other_dim", "(Unsqueeze (Squeeze $b1 1) 0)", "$b1", ["unsqueeze_squeeze"]),
     ("view_of_other_shape", f"(View $x {vec(6, 4)})", "$x", ["view_noop"]),
     ("narrow_not_full", "(Narrow $x 1 1 5)", "$x", ["narrow_full"]),
     ("permute_not_identity", f"(Permute $x {vec(1, 0)})", "$x", ["permute_identity"]),

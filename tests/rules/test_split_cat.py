@@ -53,6 +53,8 @@ NEGATIVE = [
     ("stack_repeated_piece", f"(Stack {tl(P[0], P[0], P[2])} 0)", f"(Permute {UNFLAT} {vec(1, 0, 2)})",
      "stack_split_all"),
     ("stack_missing", f"(Stack {tl(P[0], P[1])} 0)", f"(Permute {UNFLAT} {vec(1, 0, 2)})", "stack_split_all"),
+    ("stack_reshaped_missing", f"(Stack {tl(*[f'(View {p} {vec(8)})' for p in P[:2]])} 1)",
+     f"(Permute (View (Permute {UNFLAT} {vec(1, 0, 2)}) {vec(3, 8)}) {vec(1, 0)})", "stack_reshaped_pieces"),
     ("unbind_reversed", f"(Stack {tl(*reversed(UP))} 1)", f"(Permute $x {vec(1, 0)})", "unbind_stack"),
     ("unbind_missing", f"(Cat {tl(*UP[:3])} 0)", f"(View (Permute $x {vec(0, 1)}) {vec(24)})", "unbind_cat"),
 ]

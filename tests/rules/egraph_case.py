@@ -20,7 +20,7 @@ def tl(*items: str) -> str:
 
 
 def vec(*ints: int) -> str:
-    return f"(vec-of {' '.join(map(str, ints))})"
+    return f"(vec-of {' '.join(map(str, ints))})" if ints else "(vec-pop (vec-of 0))"
 
 
 def pieces(split: str, n: int, wrap: str = "{}") -> list[str]:
@@ -36,8 +36,8 @@ class Case:
         assert not missing, f"unknown rules {missing}"
         self.s = Session(chosen, shape_rules())
         for name, (shape, dtype) in INPUTS.items():
-            self.s.commands([f'(let ${name} (Input "{name}"))', f"(set (shape ${name}) (vec-of {' '.join(map(str, shape))}))"
-                             if shape else f"(set (shape ${name}) (vec-pop (vec-of 0)))", f'(set (dtype ${name}) "{dtype}")'])
+            self.s.commands([f'(let ${name} (Input "{name}"))', f"(set (shape ${name}) {vec(*shape)})",
+                             f'(set (dtype ${name}) "{dtype}")'])
         self.fired: dict[str, int] = {}
 
     def let(self, name: str, term: str) -> "Case":

@@ -18,6 +18,7 @@ without them the post-grad pass never produced more kernels than Inductor alone 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import pathlib
@@ -39,6 +40,7 @@ _OUTPUT_OPTIONS = ("families", "disabled", "post_grad_disabled", "iterations", "
                    "always_raise", "horizontal", "ilp_seconds")
 
 
+@functools.lru_cache(maxsize=1)
 def _source_hash() -> str:
     root = pathlib.Path(__file__).resolve().parent.parent
     h = hashlib.sha256()

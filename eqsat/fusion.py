@@ -24,7 +24,7 @@ from .serialized import EGraphView, ENode
 
 DTYPE_BYTES = {
     "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
-    "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0,
+    "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0, "scalar_float": 0,
 }
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
 

@@ -20,6 +20,7 @@ from .targets import INPLACE_OPERATORS, PW_PARAMS, canonical_name, target_label
 from .terms import IVec, KeyTable, Ref, Term, TList, render
 
 from eqsat.ops import BINARY, TERNARY, UNARY
+from rules.shape import KEEPS_DTYPE
 
 UNARY_NAMES = {op.name for op in UNARY}
 BINARY_NAMES = {op.name for op in BINARY}
@@ -110,6 +111,7 @@ class _Lowerer:
         self.values: dict[torch.fx.Node, Any] = self.out.values
         self._count = 0
         self._memo: dict[str, Ref] = {}
+        self.float_keys: set[str] = set()
 
     # -- emitting --------------------------------------------------------------------------------
     def emit(self, term: Term, shape: Sequence[int] | None = None, dtype: str | None = None) -> Ref:
@@ -153,7 +155,8 @@ class _Lowerer:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             if not isinstance(v, bool):
                 raise Unsupported(f"operand {v!r} is neither a tensor nor a number")
-        return self.emit(Term("Scalar", (repr(v),)), (), "scalar")
+        # A float operand can promote an integer tensor; an int/bool one never changes a non-bool dtype.
+        return self.emit(Term("Scalar", (repr(v),)), (), "scalar_float" if isinstance(v, float) else "scalar")
 
     def none(self) -> Ref:
         return self.emit(Term("NoneT", ()), (), "scalar")
@@ -360,7 +363,11 @@ def _pointwise(lw: _Lowerer, n, name, args, kwargs):
     except Unsupported:
         return NotImplemented
     ctor = {1: "Unary", 2: "Binary", 3: "Ternary"}[arity]
-    return lw.emit(Term(ctor, (lw.out.keys.key(name, attrs),) + ops))
+    key = lw.out.keys.key(name, attrs)
+    if key != name and name in KEEPS_DTYPE and key not in lw.float_keys:
+        lw.float_keys.add(key)  # the analysis only knows plain names: this key keeps a float dtype too
+        lw.out.commands.append(f'(KeepsDtype "{key}")')
+    return lw.emit(Term(ctor, (key,) + ops))
 
 
 def _to_dtype(lw: _Lowerer, n, name, args, kwargs):

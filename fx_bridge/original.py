@@ -24,18 +24,36 @@ class _Matcher:
         return self.view.lets[ref.let]
 
     def match_list(self, list_cls: str, items: tuple) -> bool:
-        """Choose the cons cells of ``list_cls`` that spell ``items``."""
-        for item in items:
-            cell = next((n for n in self._nodes(list_cls)
-                         if n.ctor == "TCons" and n.children[0] == self.cls(item)), None)
-            if cell is None:
-                return False
-            self.choice[list_cls] = cell.id
-            list_cls = cell.children[1]
-        nil = next((n for n in self._nodes(list_cls) if n.ctor == "TNil"), None)
-        if nil is None:
+        """Choose cons cells of ``list_cls`` that spell ``items``. A list class can hold several cells
+        with the same head once rules union lists, so this searches (iteratively, lists can be long)
+        for a chain that ends in ``TNil`` instead of taking the first cell that fits."""
+        heads = [self.cls(item) for item in items]
+        ok: dict[tuple[str, int], str | None] = {}  # (class, position) → the cell that works, or None
+        stack = [(list_cls, 0)]
+        while stack:
+            cls, k = stack[-1]
+            if (cls, k) in ok:
+                stack.pop()
+                continue
+            if k == len(heads):
+                ok[(cls, k)] = next((n.id for n in self._nodes(cls) if n.ctor == "TNil"), None)
+                stack.pop()
+                continue
+            cells = [n for n in self._nodes(cls) if n.ctor == "TCons" and n.children[0] == heads[k]]
+            pending = [(n.children[1], k + 1) for n in cells if (n.children[1], k + 1) not in ok]
+            if pending:
+                stack.extend(pending)
+                continue
+            ok[(cls, k)] = next((n.id for n in cells if ok[(n.children[1], k + 1)] is not None), None)
+            stack.pop()
+        if ok[(list_cls, 0)] is None:
             return False
-        self.choice[list_cls] = nil.id
+        cls = list_cls
+        for k in range(len(heads) + 1):
+            cell = ok[(cls, k)]
+            self.choice[cls] = cell
+            if k < len(heads):
+                cls = self.view.nodes[cell].children[1]
         return True
 
     def _nodes(self, cls: str):

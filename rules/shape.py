@@ -132,9 +132,12 @@ KEEPS_DTYPE = ("relu gelu silu sigmoid tanh exp exp2 expm1 log log1p log2 log10 
                " sin cos erf floor ceil round trunc sign square nan_to_num clamp hardtanh hardsigmoid hardswish"
                " leaky_relu elu selu celu mish softplus relu6 logit sgn frac"
                " add sub mul div pow maximum minimum fmod remainder atan2 rsub where").split()
+# Ops that never promote an integer (non-bool) input to another dtype.
+KEEPS_INT_DTYPE = "relu neg abs floor ceil round trunc sign square maximum minimum add sub mul remainder rsub where".split()
 FLOATS = "float16 bfloat16 float32 float64".split()
 _DTYPE_FACTS = (
-    "(relation KeepsDtype (String))", "(relation BoolResult (String))", "(relation FloatDtype (String))",
+    "(relation KeepsDtype (String))", "(relation KeepsIntDtype (String))", "(relation BoolResult (String))",
+    "(relation FloatDtype (String))", *[f'(KeepsIntDtype "{k}")' for k in KEEPS_INT_DTYPE],
     *[f'(KeepsDtype "{k}")' for k in KEEPS_DTYPE], *[f'(BoolResult "{k}")' for k in BOOL_RESULT],
     *[f'(FloatDtype "{k}")' for k in FLOATS],
 )
@@ -146,13 +149,19 @@ SHAPE_RULES += [
            "Contiguous x", "Get (Split x s d) i")],
        "(rule ((= e (Cat (TCons x r) d)) (= t (dtype x))) ((set (dtype e) t)))",
        "(rule ((= e (Stack (TCons x r) d)) (= t (dtype x))) ((set (dtype e) t)))"),
-    _r("dtype_pointwise", "dtype-preserving ops on one dtype keep it (a python scalar operand too);"
+    _r("dtype_pointwise", "dtype-preserving ops keep a floating dtype; integer dtypes only through ops that"
+       " cannot promote (relu, add, …); a Python int keeps a non-bool dtype, a float a floating one;"
        " comparisons give bool",
-       "(rule ((= e (Unary f x)) (KeepsDtype f) (= t (dtype x))) ((set (dtype e) t)))",
-       "(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype x)) (= t (dtype y))) ((set (dtype e) t)))",
-       '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype x)) (= "scalar" (dtype y))) ((set (dtype e) t)))',
-       '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype y)) (= "scalar" (dtype x))) ((set (dtype e) t)))',
-       "(rule ((= e (Ternary f c x y)) (KeepsDtype f) (= t (dtype x)) (= t (dtype y))) ((set (dtype e) t)))",
+       *[rule.format(keep=keep, guard=guard) for keep, guard in (("KeepsDtype", "(FloatDtype t)"),
+                                                                   ("KeepsIntDtype", '(!= t "bool")'))
+         for rule in (
+             "(rule ((= e (Unary f x)) ({keep} f) (= t (dtype x)) {guard}) ((set (dtype e) t)))",
+             "(rule ((= e (Binary f x y)) ({keep} f) (= t (dtype x)) (= t (dtype y)) {guard}) ((set (dtype e) t)))",
+             '(rule ((= e (Binary f x y)) ({keep} f) (= t (dtype x)) (= "scalar" (dtype y)) {guard}) ((set (dtype e) t)))',
+             '(rule ((= e (Binary f x y)) ({keep} f) (= t (dtype y)) (= "scalar" (dtype x)) {guard}) ((set (dtype e) t)))',
+             "(rule ((= e (Ternary f c x y)) ({keep} f) (= t (dtype x)) (= t (dtype y)) {guard}) ((set (dtype e) t)))")],
+       '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype x)) (= "scalar_float" (dtype y)) (FloatDtype t)) ((set (dtype e) t)))',
+       '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype y)) (= "scalar_float" (dtype x)) (FloatDtype t)) ((set (dtype e) t)))',
        '(rule ((= e (Unary f x)) (BoolResult f)) ((set (dtype e) "bool")))',
        '(rule ((= e (Binary f x y)) (BoolResult f)) ((set (dtype e) "bool")))',
        decls=_DTYPE_FACTS),

@@ -73,6 +73,8 @@ class Kernel:
     space: tuple[int, int]      # (outer numel, reduced numel); pointwise is (numel, 1)
     reads: dict[str, float] = field(default_factory=dict)  # buffer → bytes read
     lead: int = 0               # extent of the first dim: the CPU backend fuses loops sharing it
+    views: frozenset = frozenset()  # the exact tensors (views included) it reads: Triton fuses
+    #                                 kernels horizontally only when they read the same indices
 
 
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
@@ -158,6 +160,7 @@ class _Planner:
         root_bufs = {base[r] for r in self.roots}
         kernels: list[Kernel] = []
         inlined: dict[str, dict[str, float]] = {}   # unmaterialized pointwise class → what it reads
+        inlined_views: dict[str, frozenset] = {}     # … and the exact tensors behind those reads
         in_place: set[str] = set()                   # computed buffers a cat writes into its slice
         pointwise_cats: set[str] = set()
         for cls in self.order:
@@ -183,13 +186,21 @@ class _Planner:
                     out[b] = max(out.get(b, 0.0), min(nb, bb) if bb is not None else nb)
             return out
 
+        def views_of(cls: str) -> frozenset:
+            out: set[str] = set()
+            for c in self.tensor_inputs(cls):
+                if not str(view.dtype.get(c, "")).startswith("scalar"):  # Python scalars are no reads
+                    out |= inlined_views.get(base[c], {c})
+            return frozenset(out)
+
         for cls in self.order:
             k = kind[cls]
             if k in ("source", "view", "list"):
                 continue
             out_bytes = class_bytes(view, cls) or 0.0
             if k == "extern":
-                kernels.append(Kernel(len(kernels), "extern", cls, out_bytes, (0, 0), reads_of(cls)))
+                kernels.append(Kernel(len(kernels), "extern", cls, out_bytes, (0, 0), reads_of(cls),
+                                      views=views_of(cls)))
                 continue
             if k == "cat" and cls not in pointwise_cats:
                 writers = self.cat_writers[cls] = []
@@ -201,15 +212,16 @@ class _Planner:
                     reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
                     writers.append(f"copy:{cls}:{i}")
                     kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
-                                          (max(numel(view, e), 1), 1), reads, _lead(view, e)))
+                                          (max(numel(view, e), 1), 1), reads, _lead(view, e),
+                                          inlined_views.get(base[e], frozenset({e}))))
                 continue
             reads = reads_of(cls)
             users = self.users.get(cls, [])
             if k in ("pointwise", "cat") and not self._must_materialize(cls, users, reads, root_bufs, in_place):
-                inlined[cls] = reads
+                inlined[cls], inlined_views[cls] = reads, views_of(cls)
                 continue
             kernels.append(Kernel(len(kernels), "reduction" if k == "reduction" else "pointwise",
-                                  cls, out_bytes, self._space(cls, k), reads, _lead(view, cls)))
+                                  cls, out_bytes, self._space(cls, k), reads, _lead(view, cls), views_of(cls)))
         return kernels
 
     def _must_materialize(self, cls, users, reads, root_bufs, in_place) -> bool:
@@ -307,8 +319,8 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
                 if p is not None and p.kind != "extern" and _compatible(p, k, outer_loop):
                     groups.try_merge(p.index, k.index)
     readers: dict[str, list[Kernel]] = {}
-    for k in fusible:  # horizontal: kernels sharing a read
-        for buf in k.reads:
+    for k in fusible:  # horizontal: kernels sharing a read (Triton: the same indices, not just buffer)
+        for buf in (k.reads if outer_loop else k.views):
             readers.setdefault(buf, []).append(k)
     for ks in readers.values():
         for a, b in zip(ks, ks[1:]):

@@ -1,9 +1,10 @@
-"""Aten round trip: random graphs traced to Aten-IR (``make_fx``), optimized in place by the post-grad
+"""Aten round trip: random graphs traced to functional Aten-IR (``make_fx`` of ``functionalize``), optimized in place by the post-grad
 pass with every graph rebuilt from the e-graph, compute what the traced graph computes."""
 import random
 
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
+from torch.func import functionalize
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from bench.graphgen import random_graph
@@ -16,7 +17,7 @@ from fx_bridge import torch_compat
 @given(st.randoms(use_true_random=False), st.integers(2, 12))
 def test_random_aten_graph_round_trips(rng: random.Random, n_ops: int):
     gm, inputs = random_graph(rng, n_ops=n_ops)
-    aten_gm = make_fx(gm, tracing_mode="fake")(*inputs)
+    aten_gm = make_fx(functionalize(gm), tracing_mode="fake")(*inputs)  # functional, like post-grad
     expected = aten_gm(*inputs)
     report = optimize_graph_in_place(aten_gm.graph, Options(always_raise=True))
     assert not report.skipped, report.skipped

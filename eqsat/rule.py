@@ -6,6 +6,7 @@ adds them, so the family decides the ruleset and the report can count firings by
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -32,3 +33,25 @@ class Rule:
 def rule_of_tag(tag: str) -> str:
     """The rule name a fired-rule tag belongs to (``merge_splits/1`` → ``merge_splits``)."""
     return tag.split("/", 1)[0]
+
+
+_CTOR = re.compile(r"\((\w+)")
+_ROOT = re.compile(r"\(= _root \((\w+)|\(rewrite \((\w+)|\(birewrite \((\w+)")
+
+
+def rewrite_heads(rule: Rule) -> tuple[set[str], set[str]]:
+    """(constructors a rule rewrites away, constructors its replacement builds) read off its egglog.
+
+    The report uses them to tell which fired rules the extracted program actually relies on: a class
+    whose chosen e-node differs from the input's was rewritten by a rule whose pattern has the
+    input's constructor at the root and whose replacement builds the chosen one ("*" when the
+    replacement is an existing e-class, as in ``cat(split(x)) = x``).
+    """
+    lhs: set[str] = set()
+    rhs: set[str] = set()
+    for cmd in rule.commands:
+        lhs.update(h for m in _ROOT.finditer(cmd) for h in m.groups() if h)
+        actions = cmd[cmd.find("(union"):] if "(union" in cmd else cmd[cmd.find(")", cmd.find("(rewrite")) + 1:]
+        built = {c for c in _CTOR.findall(actions) if c[0].isupper()}
+        rhs |= built or {"*"}
+    return lhs, rhs

@@ -42,6 +42,7 @@ class Unions(list):
     def __init__(self, commands: Sequence[str] = (), counts: dict[str, int] | None = None):
         super().__init__(commands)
         self.counts = dict(counts or {})
+        self.inserted: dict[str, str] = {}  # let of a fused-form term → the batch rule that made it
 
 
 @dataclass
@@ -353,6 +354,7 @@ def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
         def bind(term: Term) -> Ref:
             name = f"$hz{gi}_{len(lets)}"
             lets.append(name)
+            out.inserted[name] = rule
             out.append(f"(let {name} {render(term)})")
             return Ref(name)
 

@@ -16,6 +16,7 @@ import torch
 from eqsat.cost import CostModel
 from eqsat.egraph import Budget, Session
 from eqsat.extract import extract
+from eqsat.provenance import rules_used
 from eqsat.rule import Rule
 from eqsat.serialized import parse
 from rules.library import select, shape_rules
@@ -110,8 +111,10 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     with _phase(report, "build"):
         session = Session(rules, shape_rules())
         session.commands(low.commands)
+        inserted: dict[str, str] = {}
         if opts.horizontal and _has_family(rules, "batch"):
             unions = horizontal_unions(low, opts.disabled)
+            inserted = unions.inserted
             session.commands(unions)
             for k, v in unions.counts.items():  # groups offered; the extractor decides which stay
                 report.rules_fired[k] = report.rules_fired.get(k, 0) + v
@@ -128,6 +131,9 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
         cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
         ex = extract(view, roots, cost, opts.ilp_seconds, original=original)
     report.extractor, report.ilp_status, report.ilp_gap = ex.extractor, ex.ilp_status, ex.gap
+    if ex.extractor != "input":
+        for k, v in rules_used(view, ex.choice, original, rules, report.rules_fired, inserted).items():
+            report.rules_used[k] = report.rules_used.get(k, 0) + v
     if not report.cost_before:
         report.cost_before, report.kernels_before = ex.before.cost, ex.before.kernels
     report.cost_after, report.kernels_after = ex.cost, ex.after.kernels

@@ -10,6 +10,7 @@ class Report:
     changed: bool = False
     skipped: str = ""                       # why the graph was left alone ("" when optimized)
     rules_fired: dict[str, int] = field(default_factory=dict)
+    rules_used: dict[str, int] = field(default_factory=dict)  # fired rules the chosen program relies on
     egraph_sizes: list[int] = field(default_factory=list)   # after build, then per iteration
     stop_reason: str = ""
     phase_seconds: dict[str, float] = field(default_factory=dict)
@@ -40,7 +41,8 @@ class Report:
         if self.skipped:
             return f"eqsat: graph of {self.graph_nodes} nodes skipped: {self.skipped}"
         fired = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_fired.items())) or "none"
+        used = ", ".join(sorted(self.rules_used)) or "none"
         phases = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items())
         return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
-                f"rules fired: {fired}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
+                f"rules fired: {fired}; used: {used}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
                 f"{self.kernels_before} → {self.kernels_after} ({self.extractor}); {'changed' if self.changed else 'unchanged'}; {phases}")

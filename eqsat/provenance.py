@@ -1,0 +1,34 @@
+"""Which fired rules the extracted program relies on, attributed by constructor.
+
+egglog keeps no provenance, so this reads it off the result: every e-class whose chosen e-node is not
+the input program's was rewritten by some rule whose pattern has the input node's constructor at its
+root and whose replacement builds the chosen one (``rewrite_heads``). Nodes inserted from Python
+(horizontal fusion groups) are attributed exactly, through the ``let`` that inserted them.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from .extract import Choice
+from .rule import Rule, rewrite_heads
+from .serialized import EGraphView
+
+
+def rules_used(view: EGraphView, choice: Choice, original: Choice, rules: Iterable[Rule],
+               fired: Mapping[str, int], inserted: Mapping[str, str] = {}) -> dict[str, int]:
+    """Rule name → number of chosen e-nodes attributed to it (only rules that fired)."""
+    heads = {r.name: rewrite_heads(r) for r in rules if fired.get(r.name)}
+    by_class = {view.lets[let]: rule for let, rule in inserted.items() if let in view.lets}
+    used: dict[str, int] = {}
+    for cls, node_id in choice.items():
+        if original.get(cls) == node_id or view.sort.get(cls) != "Tensor":
+            continue
+        if cls in by_class:
+            used[by_class[cls]] = used.get(by_class[cls], 0) + 1
+            continue
+        before = view.nodes[original[cls]].ctor if cls in original else None
+        after = view.nodes[node_id].ctor
+        for name, (lhs, rhs) in heads.items():
+            if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs:
+                used[name] = used.get(name, 0) + 1
+    return used

@@ -14,21 +14,24 @@ from .rule import Rule, rewrite_heads
 from .serialized import EGraphView
 
 
-def rules_used(view: EGraphView, choice: Choice, original: Choice, rules: Iterable[Rule],
+def rules_used(view: EGraphView, choice: Choice, original: Mapping[str, set[str]], rules: Iterable[Rule],
                fired: Mapping[str, int], inserted: Mapping[str, str] = {}) -> dict[str, int]:
-    """Rule name → number of chosen e-nodes attributed to it (only rules that fired)."""
+    """Rule name → number of rewrites in ``choice`` attributed to it (only rules that fired).
+    ``original`` maps each class to the input program's e-nodes in it (one per input term)."""
     heads = {r.name: rewrite_heads(r) for r in rules if fired.get(r.name)}
     by_class = {view.lets[let]: rule for let, rule in inserted.items() if let in view.lets}
     used: dict[str, int] = {}
     for cls, node_id in choice.items():
-        if original.get(cls) == node_id or view.sort.get(cls) != "Tensor":
+        if view.sort.get(cls) != "Tensor":
             continue
-        if cls in by_class:
+        if cls in by_class and node_id not in original.get(cls, ()):
             used[by_class[cls]] = used.get(by_class[cls], 0) + 1
             continue
-        before = view.nodes[original[cls]].ctor if cls in original else None
         after = view.nodes[node_id].ctor
-        for name, (lhs, rhs) in heads.items():
-            if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs:
-                used[name] = used.get(name, 0) + 1
+        befores = [view.nodes[n].ctor for n in original.get(cls, ()) if n != node_id] or (
+            [None] if cls not in original else [])
+        for before in befores:
+            for name, (lhs, rhs) in heads.items():
+                if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs:
+                    used[name] = used.get(name, 0) + 1
     return used

@@ -36,11 +36,6 @@ RANDOM_NAMES = {
 }
 
 
-# Views keep their input's dtype: the ``dtype_views`` analysis rule derives it, so lowering does not
-# spend an egglog command (the dominant build cost) seeding it.
-VIEW_CTORS = {"Narrow", "View", "Permute", "Expand", "Unsqueeze", "Squeeze", "Contiguous"}
-
-
 class Unsupported(Exception):
     """The graph is outside what the optimizer can rewrite safely; the reason says why."""
 
@@ -135,15 +130,7 @@ class _Lowerer:
         self.out.commands.append(f"(set (shape {ref.let}) {render(IVec(shape))})")
         if dtype is not None:
             self.out.dtypes[ref.let] = dtype
-            if not self.keeps_input_dtype(self.out.originals.get(ref.let)):
-                self.out.commands.append(f'(set (dtype {ref.let}) "{dtype}")')
-
-    def keeps_input_dtype(self, term: Term | None) -> bool:
-        if term is None:
-            return False
-        if term.ctor == "Get":
-            return self.out.originals[term.args[0].let].ctor == "Split"
-        return term.ctor in VIEW_CTORS
+            self.out.commands.append(f'(set (dtype {ref.let}) "{dtype}")')
 
     def shape(self, ref: Ref) -> tuple:
         try:

@@ -80,16 +80,21 @@ class _Matcher:
         return next((n for n in self._nodes(cls) if self.matches(n, term)), None)
 
 
-def original_program(low: Lowered, view: EGraphView) -> tuple[Choice, dict[str, torch.fx.Node]]:
-    """The input program as a choice, and the FX node each of its e-nodes came from (by e-node id)."""
+def original_program(low: Lowered, view: EGraphView
+                     ) -> tuple[Choice, dict[str, torch.fx.Node], dict[str, set[str]]]:
+    """The input program inside the saturated e-graph: a choice (where rules merged two of its
+    classes, the earliest term wins, so this may already be cheaper than the input), the FX node
+    each input e-node came from, and every input e-node of each class."""
     m = _Matcher(low, view)
     fx_of_enode: dict[str, torch.fx.Node] = {}
+    nodes_of_class: dict[str, set[str]] = {}
     for let, term in low.originals.items():
         node = m.term_node(let, term)
         if node is None:
             raise LookupError(f"term {let} = {term} is missing from the e-graph")
         m.choice.setdefault(node.eclass, node.id)
+        nodes_of_class.setdefault(node.eclass, set()).add(node.id)
         fx_node = low.node_of_let.get(let)
         if fx_node is not None:
             fx_of_enode.setdefault(node.id, fx_node)
-    return m.choice, fx_of_enode
+    return m.choice, fx_of_enode, nodes_of_class

@@ -15,7 +15,8 @@ import torch
 
 from eqsat.cost import CostModel
 from eqsat.egraph import Budget, Session
-from eqsat.extract import extract
+from eqsat.cost import ProgramCost
+from eqsat.extract import bottom_up, extract
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
 from eqsat.serialized import parse
@@ -108,9 +109,11 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
 
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
                example_inputs) -> tuple[torch.fx.GraphModule, bool]:
+    cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
     with _phase(report, "build"):
         session = Session(rules, shape_rules())
         session.commands(low.commands)
+        before = _input_cost(session, low, cost)
         inserted: dict[str, str] = {}
         if opts.horizontal and _has_family(rules, "batch"):
             unions = horizontal_unions(low, opts.disabled)
@@ -127,21 +130,31 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     with _phase(report, "extract"):
         view = parse(session.serialize())
         roots = [view.lets[let] for let in low.roots]
-        original, fx_of_enode = original_program(low, view)
-        cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
+        original, fx_of_enode, input_nodes = original_program(low, view)
         ex = extract(view, roots, cost, opts.ilp_seconds, original=original)
     report.extractor, report.ilp_status, report.ilp_gap = ex.extractor, ex.ilp_status, ex.gap
-    if ex.extractor != "input":
-        for k, v in rules_used(view, ex.choice, original, rules, report.rules_fired, inserted).items():
-            report.rules_used[k] = report.rules_used.get(k, 0) + v
     if not report.cost_before:
-        report.cost_before, report.kernels_before = ex.before.cost, ex.before.kernels
-    report.cost_after, report.kernels_after = ex.cost, ex.after.kernels
-    if ex.extractor == "input" and not opts.always_raise:
-        return gm, False
+        report.cost_before, report.kernels_before = before.cost, before.kernels
+    improved = ex.cost < before.cost * (1 - 1e-9)
+    if not improved:
+        report.cost_after, report.kernels_after = before.cost, before.kernels
+        if not opts.always_raise:
+            return gm, False
+    else:
+        report.cost_after, report.kernels_after = ex.cost, ex.after.kernels
+        for k, v in rules_used(view, ex.choice, input_nodes, rules, report.rules_fired, inserted).items():
+            report.rules_used[k] = report.rules_used.get(k, 0) + v
     with _phase(report, "raise"):
         new_gm = raise_graph(low, view, ex.choice, roots, example_inputs, fx_of_enode)
-    return new_gm, ex.extractor != "input"
+    return new_gm, improved
+
+
+def _input_cost(session: Session, low: Lowered, cost: CostModel) -> ProgramCost:
+    """The input program's cost, priced before any rule ran: one e-node per class, so this is the
+    program exactly as written (after saturation, classes it shares with rewrites are merged)."""
+    view = parse(session.serialize())
+    roots = [view.lets[let] for let in low.roots]
+    return cost.program_cost(view, bottom_up(view, roots, cost.node_cost), roots)
 
 
 def _has_family(rules: list[Rule], family: str) -> bool:

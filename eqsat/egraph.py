@@ -20,7 +20,7 @@ from .rule import Rule, rule_of_tag
 for _name in ("egglog", "egglog.egraph"):
     if logging.getLogger(_name).level == logging.NOTSET:
         logging.getLogger(_name).setLevel(logging.WARNING)
-from .schema import SHAPE_RULESET, SORTS
+from .schema import SEED_RULE, SEED_RULESET, SHAPE_RULESET, SORTS
 
 
 @dataclass
@@ -53,8 +53,9 @@ class Session:
         self.rules = list(rules)
         shape_rules = list(shape_rules)
         families = sorted({r.family for r in self.rules} | {SHAPE_RULESET})
-        for fam in families:
+        for fam in families + [SEED_RULESET]:
             self._run(f"(ruleset {fam})")
+        self._run(SEED_RULE)
         seen_decls: set[str] = set()
         for r in shape_rules + self.rules:
             for d in r.decls:
@@ -96,6 +97,10 @@ class Session:
             except Exception as e:
                 raise EGraphError(f"{e} in commands {start}..{start + chunk}") from None
 
+    def seed(self) -> None:
+        """Union the ``Same`` pairs inserted so far (one rebuild for all of them)."""
+        self._run(f"(run-schedule (run {SEED_RULESET}))")
+
     def size(self) -> int:
         """Rows in every table: the e-graph size the budget is checked against."""
         (out,) = self._run("(print-size)")
@@ -113,6 +118,7 @@ class Session:
         fams = [f for f in (families if families is not None else self.families) if f in self.families]
         log = SaturationLog()
         t0 = time.perf_counter()
+        self.seed()
         self._run(f"(run-schedule (saturate (run {SHAPE_RULESET})))")
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"

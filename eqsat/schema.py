@@ -46,6 +46,7 @@ SORTS = r"""
 (function shape (Tensor) IVec :merge old)
 (function dtype (Tensor) String :merge old)
 (relation IsParam (Tensor))
+(relation Same (Tensor Tensor))
 """
 
 # Constructors whose e-nodes are tensor programs (the rest of the serialized e-graph is analysis).
@@ -53,3 +54,8 @@ TERM_SORTS = ("Tensor", "TTuple", "TList")
 
 # Rulesets: one per rule family plus the shape analysis, which always runs to a fixpoint.
 SHAPE_RULESET = "analysis"
+
+# Equalities inserted from Python (horizontal fusion groups) are ``Same`` rows, unioned by one rule in
+# one run: a top-level ``union`` per pair rebuilds the whole e-graph each time (4 s for 700 pairs).
+SEED_RULESET = "seed"
+SEED_RULE = f'(rule ((Same a b)) ((union a b)) :ruleset {SEED_RULESET} :name "same")'

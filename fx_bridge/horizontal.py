@@ -359,7 +359,7 @@ def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
             return Ref(name)
 
         pieces = build(ctx, [low.originals[m] for m in members], bind)
-        out.extend(f"(union {m} {render(p)})" for m, p in zip(members, pieces))
+        out.extend(f"(Same {m} {render(p)})" for m, p in zip(members, pieces))  # unioned by Session.seed
         out.counts[rule] = out.counts.get(rule, 0) + 1
     if any(render(NONE) in cmd for cmd in out):
         out[:0] = NONE_FACTS  # the facts lowering gives every NoneT it emits (norm costs read them)

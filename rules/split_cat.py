@@ -103,4 +103,13 @@ CAT_SPLIT_RUN = Rule(
     CAT_CONTEXT + SPLIT_RUNS + DERIVED["offset"].decls,
 )
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN]
+CAT_NARROW_RUN = Rule(
+    "cat_narrow_run", "split_cat",
+    "select/slice + cat (the Aten-IR forms of merge_getitem_cat): two adjacent narrows of one tensor on"
+    " the cat dim, anywhere inside a cat, become one narrow",
+    ("(rule ((CatCell l d) (= l (TCons (Narrow x d a n) (TCons (Narrow x d b m) r))) (= b (+ a n)))"
+     " ((RunAlt l d (TCons (Narrow x d a (+ n m)) r))))",),
+    CAT_CONTEXT,
+)
+
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN]

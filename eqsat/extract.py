@@ -107,13 +107,6 @@ def reachable(view: EGraphView, roots: Iterable[str], choice: Choice) -> Choice:
     return out
 
 
-def dag_cost(view: EGraphView, choice: Choice, node_cost: NodeCost | dict[str, float]) -> float:
-    """Linear cost of the program ``choice`` describes, each class paid once however often it is read."""
-    if isinstance(node_cost, dict):
-        return sum(node_cost[n] for n in choice.values())
-    return sum(node_cost(view.nodes[n], view) for n in choice.values())
-
-
 def is_acyclic(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
     state: dict[str, int] = {}  # 1 = on stack, 2 = done
     for root in roots:

@@ -89,8 +89,6 @@ STRUCTURAL = [
 ]
 
 ALL_OPS: list[Op] = UNARY + BINARY + TERNARY + REDUCTIONS + STRUCTURAL
-BY_NAME: dict[str, Op] = {op.name: op for op in ALL_OPS}
-POINTWISE_NAMES = frozenset(op.name for op in UNARY + BINARY + TERNARY)
 
 # Constructor → category, for the cost model and extraction (pointwise constructors map here too).
 CTOR_CATEGORY: dict[str, Category] = {}

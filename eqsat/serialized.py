@@ -26,9 +26,6 @@ class ENode:
         """The term e-classes this node reads, in argument order."""
         return [a[1] for a in self.args if a[0] == "class"]
 
-    def lits(self) -> list:
-        return [a[1] for a in self.args if a[0] == "lit"]
-
 
 @dataclass
 class EGraphView:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,6 @@ class Term:
 
     def __str__(self) -> str:
         return render(self)
-
-
-Arg = Union[Ref, Term, TList, IVec, int, str]
 
 
 def render(x: Any) -> str:

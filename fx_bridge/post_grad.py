@@ -8,7 +8,9 @@ Any failure leaves ``graph`` untouched and logs a warning: Inductor compiles wha
 Input mutation survives functionalization as an epilogue of ``aten.copy_(input, new_value)`` nodes
 after every read. The pass lifts that epilogue off (the new values become extra outputs), optimizes
 the functional body, and appends the same copies after the new body, so they still run last.
-Mutation anywhere else makes lowering refuse the graph (``Unsupported``).
+An in-place view op (``squeeze_``, ``unsqueeze_``, ``t_``: decompositions of 1-D ``linear`` leave them)
+whose operand is an intermediate it alone uses only changes that tensor's metadata: it becomes its
+functional overload. Mutation anywhere else makes lowering refuse the graph (``Unsupported``).
 
 ``Options.post_grad_disabled`` (default: the ``batch`` family) is switched off here on top of
 ``disabled``: on CPU the cost model prices batched mm/pointwise groups in backward graphs as a win
@@ -80,6 +82,7 @@ class EqsatPostGradPass(torch_compat.CustomGraphPass):
 def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
     """Optimize a post-grad graph in place; on any failure leave it untouched and say why."""
     try:
+        _functionalize_sole_use_views(graph)
         body, epilogue = _lift_epilogue(graph)
         inputs = [torch_compat.node_value(n) for n in body.graph.nodes if n.op == "placeholder"]
         new_gm, report = optimize(body, inputs, options)
@@ -95,6 +98,15 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
         log.warning("eqsat post-grad: internal error, keeping the graph: %s: %s", type(e).__name__, e,
                     exc_info=log.isEnabledFor(logging.DEBUG))
     return report
+
+
+def _functionalize_sole_use_views(graph: torch.fx.Graph) -> None:
+    for n in graph.nodes:
+        functional = torch_compat.aten_functional_view(n.target) if n.op == "call_function" else None
+        base = n.args[0] if n.args else None
+        if (functional is not None and isinstance(base, torch.fx.Node) and base.op == "call_function"
+                and len(base.users) == 1):
+            n.target = functional
 
 
 def _is_input_copy(n: torch.fx.Node) -> bool:

@@ -86,6 +86,15 @@ def aten_schema_is_mutable(target: Any) -> bool:
     return bool(schema is not None and schema.is_mutable)
 
 
+def aten_functional_view(target: Any) -> Any:
+    """The functional overload of an in-place view op (``aten.squeeze_.dim`` → ``aten.squeeze.dim``),
+    or None for any other target or when no overload of that name exists."""
+    if torch.Tag.inplace_view not in getattr(target, "tags", ()):
+        return None
+    packet = getattr(torch.ops.aten, target._schema.name.split("::")[-1].rstrip("_"), None)
+    return getattr(packet, target._overloadname, None) if packet is not None else None
+
+
 def aten_is_random(target: Any) -> bool:
     tags = getattr(target, "tags", ())
     return torch.Tag.nondeterministic_seeded in tags

@@ -26,3 +26,19 @@ def test_random_aten_graph_round_trips(rng: random.Random, n_ops: int):
         if n.op == "call_function":
             assert torch_compat.is_aten(n.target) or n.target.__module__ == "_operator", n.format_node()
     torch.testing.assert_close(aten_gm(*inputs), expected, equal_nan=True)
+
+
+def test_in_place_view_on_a_fresh_intermediate_is_optimized_not_skipped():
+    """``linear`` of a 1-D input traces to ``mm(...).squeeze_(0)``: metadata-only, on a tensor nothing else reads."""
+    def f(x, w):
+        return torch.relu(torch.nn.functional.linear(x.flatten(), w)), x.sin()
+
+    inputs = (torch.randn(2, 3), torch.randn(4, 6))
+    aten_gm = make_fx(functionalize(f), tracing_mode="fake")(*inputs)
+    assert any(n.target is torch.ops.aten.squeeze_.dim for n in aten_gm.graph.nodes)
+    expected = f(*inputs)
+    report = optimize_graph_in_place(aten_gm.graph, Options(always_raise=True))
+    assert not report.skipped, report.skipped
+    aten_gm.recompile()
+    assert not any(n.target is torch.ops.aten.squeeze_.dim for n in aten_gm.graph.nodes)
+    torch.testing.assert_close(aten_gm(*inputs), expected)

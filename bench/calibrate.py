@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import statistics
 import traceback
 from dataclasses import dataclass
@@ -167,31 +166,19 @@ def predict(gm, inputs, model: CostModel):
     return model.program_cost(view, choice, roots), lowered.num_terms
 
 
-LAUNCH = re.compile(r"^\s+(cpp_fused_\w+\(|triton_\w+\.run\()", re.M)
-EXTERN = re.compile(r"^\s+(buf\d+ = )?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+)", re.M)
-
-
-def launches(wrapper_code: str) -> dict[str, int]:
-    """Kernel calls in Inductor's wrapper ``call``. On CPU ``generated_kernel_count`` counts loop
-    nests inside one fused C++ function, not launches, so the calls themselves are counted."""
-    body = wrapper_code.split("def call(", 1)[-1]
-    generated, extern = len(LAUNCH.findall(body)), len(EXTERN.findall(body))
-    return {"generated": generated, "extern": extern, "total": generated + extern}
-
-
 def measure(gm, inputs, device: str) -> tuple[dict, dict, float]:
     """(launches read from the generated code, Inductor's own counters, latency in ms)."""
     from torch._inductor.compile_fx import compile_fx
-    from torch._inductor.utils import run_and_get_code
 
     inputs = [t.detach().to(device) for t in inputs]
     inductor_metrics.reset()
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"):
-        compiled = compile_fx(gm, inputs)
+        with inductor_metrics.capture_output_code() as code:
+            compiled = compile_fx(gm, inputs)
+            compiled(*inputs)
         counters = inductor_metrics.kernel_counts()
-        _, code = run_and_get_code(lambda: compile_fx(gm, inputs)(*inputs))
         ms = latency_ms(lambda: compiled(*inputs), device, min_seconds=0.2)
-    return launches("\n".join(code)), counters, ms
+    return inductor_metrics.launch_counts(code), counters, ms
 
 
 def calibrate(graphs, device: str, model: CostModel) -> list[Row]:

@@ -44,7 +44,7 @@ def _ratios(row: dict, by_mode: dict[str, dict], latency: str) -> dict[str, floa
 
 HEADER = (
     "| model | mode | kernels (gen+ext) | ×kernels vs ind | ×kernels vs opt | latency ms | speedup vs ind "
-    "| speedup vs opt | compile s | optimizer s | e-graph nodes | max err | max grad err |"
+    "| speedup vs opt | compile s | optimizer s | e-graph nodes | max err | max grad err | Inductor counter |"
 )
 
 
@@ -60,7 +60,7 @@ def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
             if row is None:
                 continue
             if row["status"] != "ok":
-                lines.append(f"| {model} | {mode} | {row['status']}: {row.get('reason', '')} |" + " |" * 10)
+                lines.append(f"| {model} | {mode} | {row['status']}: {row.get('reason', '')} |" + " |" * 11)
                 continue
             ratios = _ratios(row, by_mode, latency)
             for key, value in ratios.items():
@@ -76,6 +76,7 @@ def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
                 _fmt(ratios["speedup_vs_inductor_optimus"]), _fmt(row.get("compile_s"), 1),
                 _fmt(row.get("optimizer_s")), _fmt(row.get("egraph_nodes")),
                 _fmt(row.get("max_abs_err"), 2), _fmt(row.get("max_abs_err_grad"), 2),
+                _fmt(row.get("inductor_count_total")),
             ]
             lines.append("| " + " | ".join(cells) + " |")
     for mode in modes:
@@ -85,7 +86,7 @@ def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
         g = {key: geomean(values) for key, values in ratios.items()}
         cells = [
             "**geomean**", mode, "", _fmt(g["kernels_vs_inductor"]), _fmt(g["kernels_vs_inductor_optimus"]), "",
-            _fmt(g["speedup_vs_inductor"]), _fmt(g["speedup_vs_inductor_optimus"]), "", "", "", "", "",
+            _fmt(g["speedup_vs_inductor"]), _fmt(g["speedup_vs_inductor_optimus"]), "", "", "", "", "", "",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -104,8 +105,10 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         f"torch {meta['torch']} · device {meta['device_name']} · size `{meta['size']}` · dtype {meta['dtype']}"
         f" · {meta.get('threads', '?')} CPU threads",
         "",
-        "Kernels are Inductor-generated kernels plus extern calls (mm, bmm, fallbacks), forward and backward "
-        f"for training. ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step and "
+        "Kernels are the launches in Inductor's wrapper code: generated kernels (Triton kernels, or fused C++ "
+        "functions on CPU) plus extern calls (mm, bmm, fallbacks), forward and backward for training. "
+        "'Inductor counter' is generated_kernel_count + extern calls; on CPU it counts every loop nest inside a "
+        f"fused C++ function. ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step and "
         "speedup is baseline latency/mode latency (higher is better). Compile times are cold (Dynamo reset, "
         "caches off) and include the first step.",
     ]

@@ -113,7 +113,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     try:
-        with inductor_metrics.inductor_config_patch(mode):
+        with inductor_metrics.inductor_config_patch(mode), inductor_metrics.capture_output_code() as code:
             compiled: Compiled = compile_model(mode, model)
             step = make_step(compiled.fn, model, inputs, phase)
             start = time.perf_counter()
@@ -130,7 +130,8 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
 
     outcome = _outcome(out, model, inputs)
     if mode != "eager":
-        row.update({f"kernels_{k}": v for k, v in inductor_metrics.kernel_counts().items()})
+        row.update({f"kernels_{k}": v for k, v in inductor_metrics.launch_counts(code).items()})
+        row.update({f"inductor_count_{k}": v for k, v in inductor_metrics.kernel_counts().items()})
         row["compile_s"] = first_call_s
         row["counters"] = inductor_metrics.inductor_counters()
     row["graphs"] = compiled.collect_reports()

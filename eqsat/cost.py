@@ -27,6 +27,7 @@ WRITE_SHARE = {Category.POINTWISE: 0.5, Category.REDUCTION: 1.0, Category.NORM: 
                Category.MATMUL: 1.0, Category.OPAQUE: 1.0, Category.COPY: 1.0}
 READS_INPUTS = {Category.REDUCTION, Category.NORM, Category.MATMUL}
 FUSIBLE = {Category.POINTWISE, Category.REDUCTION, Category.NORM}
+IN_PLACE = FUSIBLE | {Category.MATMUL}  # producers Inductor lets write straight into a cat's slice
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,9 @@ class CostModel:
         return cost
 
     def _cat_cost(self, node: ENode, view: EGraphView) -> float:
-        """Parameters: a copy kernel (free when frozen). Activations: computed inputs are written in
-        place by their producer (free); every other input costs a copy."""
+        """Parameters: one kernel copying them all (CPU: one function; Triton: a foreach kernel), free
+        when frozen. Activations: inputs computed by a fusible kernel or a matmul are written in place
+        by their producer (free); every other input costs a copy."""
         elems = list_elements(view, node.children[0])
         sizes = [class_bytes(view, e) for e in elems]
         if any(b is None for b in sizes):
@@ -104,11 +106,10 @@ class CostModel:
         if all(e in view.params for e in elems):
             if self.frozen_params:
                 return 0.0
-            launches = 1 if len(elems) <= self.pointwise_cat_inputs else len(elems)  # a copy each
-            return self.alpha * launches + 2 * self.beta * sum(sizes)
-        copied = [b for e, b in zip(elems, sizes) if not _computed_by_fusible(view, e)]
-        return (self.alpha if copied else 0.0) + 2 * self.beta * sum(copied)
+            return self.alpha + self.loop_cost * len(elems) + 2 * self.beta * sum(sizes)
+        copied = [b for e, b in zip(elems, sizes) if not _written_in_place(view, e)]
+        return (self.alpha if copied else 0.0) + self.loop_cost * len(copied) + 2 * self.beta * sum(copied)
 
 
-def _computed_by_fusible(view: EGraphView, cls: str) -> bool:
-    return any(CTOR_CATEGORY.get(view.nodes[n].ctor) in FUSIBLE for n in view.classes.get(cls, ()))
+def _written_in_place(view: EGraphView, cls: str) -> bool:
+    return any(CTOR_CATEGORY.get(view.nodes[n].ctor) in IN_PLACE for n in view.classes.get(cls, ()))

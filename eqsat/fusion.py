@@ -75,6 +75,8 @@ class Kernel:
     lead: int = 0               # extent of the first dim: the CPU backend fuses loops sharing it
     views: frozenset = frozenset()  # the exact tensors (views included) it reads: Triton fuses
     #                                 kernels horizontally only when they read the same indices
+    copy_of: str | None = None  # the cat whose slice this copy writes
+    copies_input: bool = False  # … from a graph input or parameter (Triton: one foreach kernel)
 
 
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
@@ -170,7 +172,8 @@ class _Planner:
                 if (len(elems) <= self.pointwise_cat_inputs and all_pw_users and cls not in root_bufs):
                     pointwise_cats.add(cls)
                 else:
-                    in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction"))
+                    in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction") or (
+                        kind[e] == "extern" and CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL))
 
         def reads_of(cls: str) -> dict[str, float]:
             """Buffers a computation reads, looking through inlined pointwise producers."""
@@ -213,7 +216,8 @@ class _Planner:
                     writers.append(f"copy:{cls}:{i}")
                     kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
                                           (max(numel(view, e), 1), 1), reads, _lead(view, e),
-                                          inlined_views.get(base[e], frozenset({e}))))
+                                          inlined_views.get(base[e], frozenset({e})),
+                                          copy_of=cls, copies_input=kind[base[e]] == "source"))
                 continue
             reads = reads_of(cls)
             users = self.users.get(cls, [])
@@ -318,6 +322,13 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
                 p = producer.get(w)
                 if p is not None and p.kind != "extern" and _compatible(p, k, outer_loop):
                     groups.try_merge(p.index, k.index)
+    copies: dict[str, list[Kernel]] = {}
+    for k in fusible:  # one cat's slice copies: the C++ backend emits them in one function; Triton
+        if k.copy_of is not None and (outer_loop or k.copies_input):  # a foreach kernel for inputs
+            copies.setdefault(k.copy_of, []).append(k)
+    for ks in copies.values():
+        for a, b in zip(ks, ks[1:]):
+            groups.try_merge(a.index, b.index)
     readers: dict[str, list[Kernel]] = {}
     for k in fusible:  # horizontal: kernels sharing a read (Triton: the same indices, not just buffer)
         for buf in (k.reads if outer_loop else k.views):

@@ -7,7 +7,9 @@ upgrade that moves a counter or renames a pass list breaks one small file, not t
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
+from unittest import mock
 
 import torch
 import torch._inductor.config as inductor_config
@@ -39,6 +41,29 @@ def kernel_counts() -> dict[str, int]:
     """Kernels Inductor generated and extern calls (mm, bmm, fallbacks) it emitted since `reset`."""
     generated = int(metrics.generated_kernel_count)
     extern = int(counters["inductor"].get("extern_calls", 0))
+    return {"generated": generated, "extern": extern, "total": generated + extern}
+
+
+_LAUNCH = re.compile(r"^\s+(cpp_fused_\w+\(|triton_\w+\.run\()", re.M)
+_EXTERN = re.compile(r"^\s+(buf\d+ = )?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+)", re.M)
+
+
+@contextlib.contextmanager
+def capture_output_code() -> Iterator[list[str]]:
+    """Collect the wrapper code of every graph Inductor compiles inside the block (fw and bw)."""
+    from torch._inductor.graph import GraphLowering
+
+    codes: list[str] = []
+    with mock.patch.object(GraphLowering, "save_output_code", staticmethod(codes.append)):
+        yield codes
+
+
+def launch_counts(codes: list[str]) -> dict[str, int]:
+    """Kernel calls in the wrappers' ``call`` bodies: what a step launches. On CPU Inductor's
+    ``generated_kernel_count`` counts loop nests inside each fused C++ function instead."""
+    bodies = [code.split("def call(", 1)[-1] for code in codes]
+    generated = sum(len(_LAUNCH.findall(b)) for b in bodies)
+    extern = sum(len(_EXTERN.findall(b)) for b in bodies)
     return {"generated": generated, "extern": extern, "total": generated + extern}
 
 

@@ -54,10 +54,19 @@ def test_cat_of_computed_inputs_is_written_in_place():
     assert predict(p, [c]).kernels == 2  # the two relus, no copy
 
 
-def test_cat_of_inputs_copies():
+def test_cat_of_inputs_copies_them_in_one_kernel():
     p = Program()
     x, y = p.input((64, 128)), p.input((64, 32))
-    assert predict(p, [p.cat([x, y], 1)]).kernels == 2
+    cost = predict(p, [p.cat([x, y], 1)])
+    assert (cost.kernels, cost.loops) == (1, 2)  # Triton: one foreach kernel; C++: one function, two loops
+
+
+def test_cat_of_matmul_outputs_is_written_in_place():
+    p = Program()
+    x = p.input((64, 128))
+    ws, bs = [p.param((16, 128)) for _ in range(3)], [p.param((16,)) for _ in range(3)]
+    cost = predict(p, [p.cat([p.linear(x, w, b) for w, b in zip(ws, bs)], 1)])
+    assert (cost.generated, cost.extern) == (0, 3)  # addmm(..., out=slice): no copy kernels
 
 
 def test_cat_of_params_is_a_kernel_unless_frozen():
@@ -66,7 +75,7 @@ def test_cat_of_params_is_a_kernel_unless_frozen():
     w1, w2 = p.param((32, 128)), p.param((32, 128))
     b = p.param((64,))
     y = p.linear(x, p.cat([w1, w2], 0), b)
-    assert predict(p, [y]).kernels == 3  # two param copies + the linear
+    assert predict(p, [y]).kernels == 2  # one kernel copying both params + the linear
     assert predict(p, [y], CostModel(frozen_params=True)).kernels == 1
 
 

@@ -4,11 +4,13 @@ Fusion is not additive per e-node, so this walks the whole chosen DAG the way In
 1. *Lowering*: views are free; a pointwise op is inlined into its consumers unless something forces
    it into memory (an extern kernel reads it, it is an output, a cat writes it in place, or it is
    reused and reads many buffers); reductions and norms always write a buffer; matmul-like and
-   opaque ops are extern kernels; ``cat`` is a buffer its computed inputs write into in place, with a
-   copy for every input that is not computed by a fusible kernel (inputs, parameters, views, extern
-   outputs).
+   opaque ops are extern kernels; ``cat`` is a buffer its computed inputs write into in place (fusible
+   kernels, and matmuls through ``out=``), with a copy for every other input (inputs, parameters,
+   views, opaque outputs).
 2. *Scheduling*: buffers computed by fusible nodes fuse vertically (producer → consumer) and
    horizontally (shared read) when their iteration spaces agree and the fusion creates no cycle.
+   One cat's copies share a kernel: the C++ backend emits them in one function, Triton copies graph
+   inputs and parameters with one foreach kernel.
 Each fused group is one generated kernel; each extern op one extern call. Bytes are what crosses a
 kernel boundary: distinct buffers a kernel reads from outside it plus buffers it writes that
 something outside it (or the caller) reads.

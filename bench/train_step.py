@@ -65,8 +65,8 @@ def _grads(model: torch.nn.Module, inputs: tuple) -> dict[str, torch.Tensor]:
 
 
 def run_step(model: torch.nn.Module, inputs: tuple, mode: str | None, repeats: int = 0) -> StepResult:
-    """First step's loss and gradients (compiled with ``mode``, or eager when None), the kernels that
-    compile generated for the forward and the backward graph, and the median time of ``repeats``
+    """First step's loss and gradients (compiled with ``mode``, or eager when None), the kernels the
+    forward and the backward graph launch (read from Inductor's wrapper code), and the median time of ``repeats``
     further steps (forward, backward, SGD)."""
     model = copy.deepcopy(model)
     inputs = training_inputs(inputs)
@@ -74,11 +74,11 @@ def run_step(model: torch.nn.Module, inputs: tuple, mode: str | None, repeats: i
     fn: Callable = torch.compile(model, backend=backend) if mode else model
     with im.inductor_config_patch(mode or "inductor"):
         im.reset()
-        loss = loss_of(fn(*inputs))
-        fwd = im.kernel_counts()
-        loss.backward()
-        total = im.kernel_counts()
-    result = StepResult(float(loss), _grads(model, inputs), fwd, {k: total[k] - fwd[k] for k in total},
+        with im.capture_output_code() as fwd_code:
+            loss = loss_of(fn(*inputs))
+        with im.capture_output_code() as bwd_code:
+            loss.backward()
+    result = StepResult(float(loss), _grads(model, inputs), im.launch_counts(fwd_code), im.launch_counts(bwd_code),
                         backend=backend)
     if repeats:
         opt = torch.optim.SGD(model.parameters(), lr=1e-3)

@@ -47,7 +47,17 @@ def pointwise(r, name: str, attrs: dict, operands: list) -> torch.fx.Node:
         return r.call(aten._to_copy.default, operands[0], dtype=attrs["dtype"])
     if len(operands) == 2 and not isinstance(operands[0], torch.fx.Node) and not attrs and name in _SWAPPED:
         name, operands = _SWAPPED[name], operands[::-1]
+    if name == "rsub":
+        return _rsub(r, *operands, **attrs)
     return r.call(pointwise_overload(name, operands, attrs), *operands, **attrs)
+
+
+def _rsub(r, x, y, alpha=1) -> torch.fx.Node:
+    """``rsub(x, y, alpha) = y - alpha·x``, spelled without ``aten.rsub``: Inductor decomposes it
+    before the post-grad passes and has no lowering for it afterwards."""
+    if isinstance(y, torch.fx.Node):
+        return r.call(aten.sub.Tensor, y, x, alpha=alpha) if alpha != 1 else r.call(aten.sub.Tensor, y, x)
+    return r.call(aten.add.Tensor, r.call(aten.mul.Tensor, x, -alpha), y)
 
 
 _REDUCE = {

@@ -15,6 +15,8 @@ import torch
 import torch._inductor.config as inductor_config
 from torch._dynamo.utils import counters
 from torch._inductor import metrics
+from torch._inductor.graph import GraphLowering  # imported here, not under a config patch: its
+#                                                  import registers lowerings against the config
 
 # Settings-only post-grad keys: they tune heuristics instead of naming a pattern pass, and
 # `group_linear` emits Meta-internal fbgemm ops, so it must stay behind `require_fbgemm`.
@@ -51,8 +53,6 @@ _EXTERN = re.compile(r"^\s+(buf\d+ = )?(extern_kernels\.\w+|torch\.ops\.\w+\.\w+
 @contextlib.contextmanager
 def capture_output_code() -> Iterator[list[str]]:
     """Collect the wrapper code of every graph Inductor compiles inside the block (fw and bw)."""
-    from torch._inductor.graph import GraphLowering
-
     codes: list[str] = []
     with mock.patch.object(GraphLowering, "save_output_code", staticmethod(codes.append)):
         yield codes

@@ -57,9 +57,7 @@ class Options:
     cost: CostModel | None = None             # None: the calibrated model for the inputs' device
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
     post_grad: bool = True                    # also optimize the Aten graphs (fx_bridge.post_grad)
-    # Off after autograd: batch fusion, and narrow merging, which the model misprices in backward graphs
-    # (recsys_tower's backward: predicted cheaper, measured +1 Inductor kernel).
-    post_grad_disabled: Sequence[str] = ("batch", "cat_narrow_run")
+    post_grad_disabled: Sequence[str] = ()    # rules or families off in the Aten (post-grad) graphs only
 
     @classmethod
     def of(cls, options: dict | None) -> "Options":

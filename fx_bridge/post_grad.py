@@ -12,10 +12,10 @@ An in-place view op (``squeeze_``, ``unsqueeze_``, ``t_``: decompositions of 1-D
 whose operand is an intermediate it alone uses only changes that tensor's metadata: it becomes its
 functional overload. Mutation anywhere else makes lowering refuse the graph (``Unsupported``).
 
-``Options.post_grad_disabled`` (default: the ``batch`` family) is switched off here on top of
-``disabled``: on CPU the cost model prices batched mm/pointwise groups in backward graphs as a win
-(42 → 40 kernels estimated) where Inductor generates more (recsys_tower tiny: 43 → 45 kernels);
-without them the post-grad pass never produced more kernels than Inductor alone in our measurements.
+``Options.post_grad_disabled`` (default: nothing) names rules or families switched off here on top of
+``disabled``. Batch fusion and narrow merging used to be off after autograd, when the cost model
+charged a copy for every cat input a matmul writes; priced as Inductor does it (``out=`` into the
+slice), they pay in backward graphs too (recsys_tower tiny, CPU training step: 38 → 30 launches).
 """
 from __future__ import annotations
 

@@ -95,6 +95,15 @@ def aten_functional_view(target: Any) -> Any:
     return getattr(packet, target._overloadname, None) if packet is not None else None
 
 
+def inductor_lowers(op: Any) -> bool:
+    """Inductor can compile ``op`` in a post-grad graph: it has a lowering, or no decomposition
+    claims it (a decomposed op without a lowering fails there: ``aten.rsub``)."""
+    from torch._inductor.decomposition import decompositions
+    from torch._inductor.lowering import lowerings
+
+    return op in lowerings or op not in decompositions
+
+
 def aten_is_random(target: Any) -> bool:
     tags = getattr(target, "tags", ())
     return torch.Tag.nondeterministic_seeded in tags

@@ -23,7 +23,7 @@ def slice_cat(x):
 
 @pytest.mark.parametrize("fn", [split_cat, unsqueeze_select_cat, slice_cat])
 def test_rules_remove_the_aten_split_cat(fn):
-    backend, p = pass_backend(always_raise=False, post_grad_disabled=())  # cat_narrow_run: off by default
+    backend, p = pass_backend(always_raise=False, post_grad_disabled=())
     module = torch.nn.Module()
     module.forward = fn
     compare_training(module, (torch.randn(4, 8),), backend)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import traceback
 from dataclasses import dataclass
@@ -213,7 +214,7 @@ def report(rows: list[Row]) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r.name} | {r.terms} | {r.predicted} | {r.measured} | {r.extern_pred}/{r.extern_meas}"
-              f" | {r.metric} | {r.bytes / 1e6:.2f} | {r.ms:.3f} |")
+              f" | {r.metric if r.metric >= 0 else '–'} | {r.bytes / 1e6:.2f} | {r.ms:.3f} |")
     pred, meas = [r.predicted for r in rows], [r.measured for r in rows]
     rho = spearmanr(pred, meas).statistic if len(rows) > 2 else float("nan")
     mae = statistics.fmean(abs(p - m) for p, m in zip(pred, meas)) if rows else float("nan")
@@ -225,6 +226,24 @@ def report(rows: list[Row]) -> None:
               f"  (+{const:.1f} us per call)")
 
 
+MEASURED = re.compile(r"^\s+(\S+)\s+terms=\s*\d+ predicted=\s*\d+ measured=\s*(\d+) \(extern \d+/(\d+)\)\s+([\d.]+) ms")
+
+
+def rescore(path: str, device: str, model: CostModel) -> list[Row]:
+    """Today's predictions against the launches a committed run measured (its printed rows), so a
+    cost-model change is checked against a device this machine does not have."""
+    measured = {m[1]: m for m in map(MEASURED.match, open(path).read().splitlines()) if m}
+    corpus = [(f"random/{s}", *random_graph(s)) for s in range(100)] + list(model_graphs("cpu"))
+    rows = []
+    for name, gm, inputs in corpus:
+        if name in measured:
+            cost, terms = predict(gm, inputs, model)
+            _, launches, extern, ms = measured[name].groups()
+            rows.append(Row(name, terms, cost.kernels, int(launches), cost.extern, int(extern), -1, cost.bytes,
+                            float(ms)))
+    return rows
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -232,8 +251,12 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models", action="store_true", help="add bench.models graphs to the corpus")
     ap.add_argument("-v", action="store_true", help="tracebacks for skipped graphs")
+    ap.add_argument("--rescore", metavar="CALIBRATE_TXT", help="predict again for a committed run's graphs "
+                    "(random graphs by seed, models at size small) instead of compiling")
     args = ap.parse_args(argv)
     model = CostModel.for_device(args.device)
+    if args.rescore:
+        return report(rescore(args.rescore, args.device, model))
     corpus = [(f"random/{s}", *random_graph(s)) for s in range(args.seed, args.seed + args.graphs)]
     rows = calibrate(corpus, args.device, model)
     if args.models:

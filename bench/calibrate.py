@@ -233,7 +233,10 @@ def rescore(path: str, device: str, model: CostModel) -> list[Row]:
     """Today's predictions against the launches a committed run measured (its printed rows), so a
     cost-model change is checked against a device this machine does not have."""
     measured = {m[1]: m for m in map(MEASURED.match, open(path).read().splitlines()) if m}
-    corpus = [(f"random/{s}", *random_graph(s)) for s in range(100)] + list(model_graphs("cpu"))
+    seeds = [int(name.split("/")[1]) for name in measured if name.startswith("random/")]
+    corpus = [(f"random/{s}", *random_graph(s)) for s in seeds]
+    if len(seeds) < len(measured):
+        corpus += list(model_graphs("cpu"))
     rows = []
     for name, gm, inputs in corpus:
         if name in measured:

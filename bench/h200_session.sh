@@ -3,8 +3,8 @@
 #   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
-# huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight); results land in $OUT (default bench/out/h200): the harness'
-# folder bench/ and one jobs.txt with every job's output (the device returns at most 8 files).
+# huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
+# Results land in $OUT (default bench/out/h200): the harness' folder bench/ and one jobs.txt with every job's output (the device returns at most 8 files).
 set -u
 out=${OUT:-bench/out/h200}
 mkdir -p "$out"

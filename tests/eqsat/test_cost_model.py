@@ -61,6 +61,17 @@ def test_cat_of_inputs_copies_them_in_one_kernel():
     assert (cost.kernels, cost.loops) == (1, 2)  # Triton: one foreach kernel; C++: one function, two loops
 
 
+def test_cat_of_views_of_an_input_copies_each_view_on_gpu():
+    """Triton groups copies of whole inputs into one foreach kernel, not of views of them (H200:
+    split_stack_unbind); the C++ backend puts every copy of one cat in one function."""
+    p = Program()
+    x = p.input((64, 128))
+    a, b, c = p.split(x, [32, 32, 64], 1)
+    shuffled = p.cat([c, a, b], 1)
+    assert predict(p, [shuffled]).kernels == 3
+    assert predict(p, [shuffled], CostModel.for_device("cpu")).kernels == 1
+
+
 def test_cat_of_matmul_outputs_is_written_in_place():
     p = Program()
     x = p.input((64, 128))

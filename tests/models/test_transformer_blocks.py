@@ -1,18 +1,15 @@
 """Hugging Face transformer blocks (GPT-2, BERT, T5) from tiny configs, no downloads, through the
-eqsat pre-grad pass with validation: eager's outputs, and the optimizer ran to the end or skipped for
-a known reason. (Their training graphs go through the post-grad pass in tests/aten/test_post_grad.py.)"""
+eqsat pre-grad pass with validation: eager's outputs, and the optimizer ran to the end (no skip, no
+fallback; T5's in-place bucket add on an intermediate is rewritten out of place, no longer a skip).
+Their training graphs go through the post-grad pass in tests/aten/test_post_grad.py."""
 import pytest
 import torch
 
 from bench.models import NEEDS_TRANSFORMERS, REGISTRY
 from fx_bridge import eqsat_backend
-from optimized import assert_kept, assert_no_fallback
+from optimized import assert_no_fallback
 
 pytest.importorskip("transformers")  # `make test` installs the hf extra
-
-# Known limitation: T5's relative-position bucketing adds in place to an intermediate
-# (`relative_buckets += ...`); the pre-grad pass leaves graphs with in-place ops alone.
-KNOWN_SKIPS = {"t5_block": "mutation at relative_buckets"}
 
 
 @pytest.mark.parametrize("name", sorted(NEEDS_TRANSFORMERS))
@@ -24,7 +21,4 @@ def test_block_inference_matches_eager(name):
         actual = torch.compile(model, backend=backend)(*inputs)
     torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
     (report,) = backend.reports
-    if name in KNOWN_SKIPS:
-        assert_kept(report, KNOWN_SKIPS[name])
-    else:
-        assert_no_fallback(report)
+    assert_no_fallback(report)

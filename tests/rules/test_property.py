@@ -34,6 +34,12 @@ def test_split_cat_program_matches_eager(program):
 
     gm = torch.fx.symbolic_trace(M())
     new, report = optimize(gm, [x, other])
-    assert_optimized(report, "cat_split_all")  # the second output is always a removable split-cat
+    assert "cat_split_all" in report.rules_fired
+    # The second output is always a removable split-cat; the rewrite is dropped only where a first
+    # output that became a view of x needs a copy to stay fresh as in eager, and the copy costs more.
+    if report.changed:
+        assert_optimized(report, "cat_split_all")
+    else:
+        assert any(n.startswith("kept the input program") for n in report.notes), report.summary()
     for got, want in zip(new(x, other), M()(x, other)):
         torch.testing.assert_close(got, want)

@@ -17,10 +17,9 @@ from typing import Callable, Iterable
 from .cost import UNKNOWN, CostModel, ProgramCost
 from .fusion import topo_order
 from .ilp import break_cycles, solve
-from .serialized import EGraphView, ENode
+from .serialized import Choice, EGraphView, ENode
 
 NodeCost = Callable[[ENode, EGraphView], float]
-Choice = dict[str, str]  # e-class → chosen e-node id
 
 
 @dataclass
@@ -30,14 +29,15 @@ class Extraction:
     extractor: str            # "bottom_up" | "ilp" | "input"
     seconds: float
     after: ProgramCost        # kernels / bytes / cost of ``choice``
-    before: ProgramCost | None = None  # the input program, when given
+    before: ProgramCost | None = None  # the input program, when given: the cost to beat
     gap: float | None = None  # ILP relative optimality gap when it stopped at the time limit
     ilp_status: str = "not run"
     candidates: dict[str, float] | None = None  # extractor → program cost, for the report
 
     @property
     def improved(self) -> bool:
-        return self.before is None or self.after.cost < self.before.cost
+        """Strictly cheaper than the input (beyond float noise), or no input to compare with."""
+        return self.before is None or self.after.cost < self.before.cost * (1 - 1e-9)
 
 
 class ExtractionError(RuntimeError):
@@ -156,11 +156,13 @@ def translate_choice(before: EGraphView, choice: Choice, after: EGraphView) -> C
 
 
 def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,
-            original: Choice | None = None) -> Extraction:
+            original: Choice | None = None, before: ProgramCost | None = None) -> Extraction:
     """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``.
 
-    ``original`` (a choice in this view, e.g. from :func:`translate_choice`) is the input program:
-    it is returned, with extractor "input", unless a candidate is strictly cheaper.
+    ``original`` (a choice in this view, from :func:`eqsat.original.input_program`) is the input
+    program: it is returned, with extractor "input", unless a candidate is strictly cheaper.
+    ``before`` is the cost to beat (default: ``original``'s price here); the pipeline passes the
+    input's price before any rule ran.
     """
     t0 = time.perf_counter()
     roots = list(dict.fromkeys(roots))
@@ -182,4 +184,4 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     order = ["input", "bottom_up", "ilp"]  # ties keep the input, then the simpler extractor
     name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
     return Extraction(candidates[name], priced[name].cost, name, time.perf_counter() - t0, priced[name],
-                      priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})
+                      before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})

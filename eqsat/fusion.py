@@ -23,15 +23,13 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .ops import CTOR_CATEGORY, Category
-from .serialized import EGraphView, ENode
+from .serialized import Choice, EGraphView, ENode
 
 DTYPE_BYTES = {
     "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
     "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0, "scalar_float": 0,
 }
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
-
-Choice = dict[str, str]  # e-class → chosen e-node id
 
 
 def class_bytes(view: EGraphView, cls: str) -> float | None:

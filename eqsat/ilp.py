@@ -16,9 +16,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
-from .serialized import EGraphView
-
-Choice = dict[str, str]
+from .serialized import Choice, EGraphView
 
 
 def strongly_connected(succ: dict[str, list[str]]) -> dict[str, int]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from .extract import Choice
 from .rule import Rule, rewrite_heads
-from .serialized import EGraphView
+from .serialized import Choice, EGraphView
 
 
 def rules_used(view: EGraphView, choice: Choice, original: Mapping[str, set[str]], rules: Iterable[Rule],

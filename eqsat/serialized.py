@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .schema import TERM_SORTS
 
 Arg = tuple  # ("class", class_id) for a term child, ("lit", value) for a literal
+Choice = dict[str, str]  # e-class → chosen e-node id: a program read out of the e-graph
 
 
 @dataclass

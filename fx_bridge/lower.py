@@ -15,16 +15,11 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.fx.node import map_aggregate
 
+from eqsat import ops
+from eqsat.terms import IVec, KeyTable, Program, Ref, Term, TList, render
+
 from . import torch_compat
-from .targets import INPLACE_OPERATORS, PW_PARAMS, canonical_name, target_label
-from .terms import IVec, KeyTable, Ref, Term, TList, render
-
-from eqsat.ops import BINARY, TERNARY, UNARY
-from rules.shape import KEEPS_DTYPE
-
-UNARY_NAMES = {op.name for op in UNARY}
-BINARY_NAMES = {op.name for op in BINARY}
-TERNARY_NAMES = {op.name for op in TERNARY}
+from .targets import INPLACE_OPERATORS, canonical_name, target_label
 
 PW_DEFAULTS = {"alpha": 1, "rounding_mode": None, "inplace": False, "approximate": "none", "min": None,
                "max": None, "value": 1, "decimals": 0, "eps": None}
@@ -69,7 +64,7 @@ class Slot:
 @dataclass
 class Lowered:
     gm: torch.fx.GraphModule
-    commands: list[str] = field(default_factory=list)
+    program: Program = field(default_factory=Program)         # lets and facts, for Session.load
     roots: list[str] = field(default_factory=list)           # lets the program must produce
     output: Any = None                                       # output structure with Ref/const leaves
     node_of_let: dict[str, torch.fx.Node] = field(default_factory=dict)
@@ -117,7 +112,7 @@ class _Lowerer:
         self._count += 1
         ref = Ref(f"$t{self._count}")
         self._memo[text] = ref
-        self.out.commands.append(f"(let {ref.let} {text})")
+        self.out.program.let(ref.let, term)
         self.out.originals[ref.let] = term
         if shape is not None:
             self.set_facts(ref, tuple(int(s) for s in shape), dtype)
@@ -127,10 +122,10 @@ class _Lowerer:
         if ref.let in self.out.shapes:
             return
         self.out.shapes[ref.let] = shape
-        self.out.commands.append(f"(set (shape {ref.let}) {render(IVec(shape))})")
+        self.out.program.set_shape(ref, shape)
         if dtype is not None:
             self.out.dtypes[ref.let] = dtype
-            self.out.commands.append(f'(set (dtype {ref.let}) "{dtype}")')
+            self.out.program.set_dtype(ref, dtype)
 
     def shape(self, ref: Ref) -> tuple:
         try:
@@ -187,7 +182,7 @@ class _Lowerer:
                         tuple(val.shape), dtype_name(val.dtype))
         if is_param:
             self.out.params.add(ref.let)
-            self.out.commands.append(f"(IsParam {ref.let})")
+            self.out.program.mark_param(ref)
         self.out.node_of_let.setdefault(ref.let, n)
         return ref
 
@@ -245,8 +240,8 @@ class _Lowerer:
         kwargs = map_aggregate(dict(n.kwargs), self.value_of)
         if name is not None and not self.is_random(n, name):
             handler = HANDLERS.get(name)
-            if handler is None and name in UNARY_NAMES | BINARY_NAMES | TERNARY_NAMES:
-                handler = _pointwise
+            if handler is None and ops.pointwise_arity(name) is not None:
+                handler = _lower_pointwise
             if handler is not None:
                 result = handler(self, n, name, args, kwargs)
                 if result is not NotImplemented:
@@ -325,8 +320,8 @@ def _out_meta(n: torch.fx.Node) -> tuple[tuple, str]:
 
 
 # -- handlers: (lowerer, node, name, args, kwargs) → value; NotImplemented → opaque ----------------
-def _pointwise(lw: _Lowerer, n, name, args, kwargs):
-    arity = 1 if name in UNARY_NAMES else 2 if name in BINARY_NAMES else 3
+def _lower_pointwise(lw: _Lowerer, n, name, args, kwargs):
+    arity = ops.pointwise_arity(name)
     if len(args) < arity:
         operands = list(args) + [kwargs.pop(k) for k in ("other", "exponent", "end", "weight") if k in kwargs]
         operands += [kwargs.pop(k) for k in ("input", "self") if k in kwargs]
@@ -335,7 +330,7 @@ def _pointwise(lw: _Lowerer, n, name, args, kwargs):
         args, rest = tuple(operands[:arity]), ()
     else:
         args, rest = tuple(args[:arity]), tuple(args[arity:])
-    params = PW_PARAMS.get(name, ())
+    params = ops.BY_NAME[name].params
     if len(rest) > len(params):
         return NotImplemented
     attrs = dict(zip(params, rest))
@@ -346,15 +341,15 @@ def _pointwise(lw: _Lowerer, n, name, args, kwargs):
     if not any(isinstance(a, Ref) for a in args):
         return NotImplemented
     try:
-        ops = tuple(lw.operand(a) for a in args)
+        operands = tuple(lw.operand(a) for a in args)
     except Unsupported:
         return NotImplemented
     ctor = {1: "Unary", 2: "Binary", 3: "Ternary"}[arity]
     key = lw.out.keys.key(name, attrs)
-    if key != name and name in KEEPS_DTYPE and key not in lw.float_keys:
+    if key != name and ops.keeps_dtype(name) and key not in lw.float_keys:
         lw.float_keys.add(key)  # the analysis only knows plain names: this key keeps a float dtype too
-        lw.out.commands.append(f'(KeepsDtype "{key}")')
-    return lw.emit(Term(ctor, (key,) + ops))
+        lw.out.program.keeps_dtype(key)
+    return lw.emit(Term(ctor, (key,) + operands))
 
 
 def _to_dtype(lw: _Lowerer, n, name, args, kwargs):
@@ -709,7 +704,7 @@ HANDLERS: dict[str, Callable] = {
     "double": _to_dtype, "bfloat16": _to_dtype, "int": _to_dtype, "long": _to_dtype, "bool": _to_dtype,
     "dropout": _identity_unless_random, "positive": _identity_unless_random, "detach": _detach,
     "contiguous": _copy, "clone": _copy,
-    "view": _view_like, "reshape": _view_like, "flatten": _view_like, "unflatten": _view_like,
+    "view": _view_like, "_unsafe_view": _view_like, "reshape": _view_like, "flatten": _view_like, "unflatten": _view_like,
     "view_as": _view_like, "expand": _expand, "expand_as": _expand, "broadcast_to": _expand,
     "permute": _permute, "transpose": _permute, "t": _permute, "movedim": _permute,
     "unsqueeze": _unsqueeze, "squeeze": _squeeze, "narrow": _narrow, "select": _select,
@@ -726,5 +721,5 @@ HANDLERS: dict[str, Callable] = {
 
 
 def lower(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Lowered:
-    """Lower a Torch-IR graph to egglog commands; raises :class:`Unsupported` for unsafe graphs."""
+    """Lower a Torch-IR (or Aten-IR) graph to a term program; raises :class:`Unsupported` for unsafe graphs."""
     return _Lowerer(gm, example_inputs).run()

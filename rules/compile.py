@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 
 from eqsat.rule import Rule
+from eqsat.schema import ANALYSIS
 
 from . import dsl
 from .derived import DERIVED
 
 EGG_SORT = {dsl.TENSOR: "Tensor", dsl.INT: "i64", dsl.IVEC: "IVec", dsl.STR: "String",
             dsl.TLIST: "TList", dsl.TTUPLE: "TTuple", dsl.DTYPE: "String"}
-CTORS = {sig.ctor for sig in dsl.SIGNATURES.values()} | {"Get"}
 
 
 class RuleError(ValueError):
@@ -141,7 +141,7 @@ def _direction(r: dsl.DslRule, lhs, rhs) -> tuple[list[str], list[str]]:
     action = f"(union _root {q.expr(rhs)})"
     decls = list(q.decls)
     if q.demands:  # in the analysis ruleset, so firing counts only ever count real rewrites
-        decls.append(f"(rule ({' '.join(q.facts)}) ({' '.join(dict.fromkeys(q.demands))}) :ruleset analysis)")
+        decls.append(f"(rule ({' '.join(q.facts)}) ({' '.join(dict.fromkeys(q.demands))}) :ruleset {ANALYSIS})")
     return [f"(rule ({' '.join(q.facts + q.late)}) ({action}))"], decls
 
 

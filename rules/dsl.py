@@ -217,29 +217,19 @@ class Sig:
     result: str = TENSOR
 
 
-SIGNATURES: dict[str, Sig] = {
-    "narrow": Sig("Narrow", (TENSOR, INT, INT, INT)),
-    "reshape": Sig("View", (TENSOR, IVEC)),
-    "permute": Sig("Permute", (TENSOR, IVEC)),
-    "expand": Sig("Expand", (TENSOR, IVEC)),
-    "unsqueeze": Sig("Unsqueeze", (TENSOR, INT)),
-    "squeeze": Sig("Squeeze", (TENSOR, INT)),
-    "contiguous": Sig("Contiguous", (TENSOR,)),
-    "cat": Sig("Cat", (TLIST, INT)),
-    "stack": Sig("Stack", (TLIST, INT)),
-    "split": Sig("Split", (TENSOR, IVEC, INT), TTUPLE),
-    "linear": Sig("Linear", (TENSOR, TENSOR, TENSOR)),
-    "mm": Sig("Mm", (TENSOR, TENSOR)),
-    "bmm": Sig("Bmm", (TENSOR, TENSOR)),
-    "matmul": Sig("Matmul", (TENSOR, TENSOR)),
-    "addmm": Sig("Addmm", (TENSOR, TENSOR, TENSOR)),
-    "baddbmm": Sig("Baddbmm", (TENSOR, TENSOR, TENSOR)),
-    "unary": Sig("Unary", (STR, TENSOR)),
-    "binary": Sig("Binary", (STR, TENSOR, TENSOR)),
-    "ternary": Sig("Ternary", (STR, TENSOR, TENSOR, TENSOR)),
-    "reduce": Sig("Reduce", (STR, TENSOR, IVEC, INT)),
-    "softmax": Sig("Softmax", (STR, TENSOR, INT)),
-}
+def _signatures() -> dict[str, Sig]:
+    """DSL builder → constructor signature, from the op registry: ops with their own constructor under
+    their ``dsl`` name, shared constructors (``unary``, ``reduce``, …) under the constructor's name."""
+    sigs: dict[str, Sig] = {}
+    for op in ops.ALL_OPS:
+        if op.dsl is not None:
+            sigs[op.dsl] = Sig(op.ctor, op.args, op.sort)
+        elif op.args[:1] == (ops.STRING,) and op.category is not ops.Category.SOURCE and op.sort == TENSOR:
+            sigs.setdefault(op.ctor.lower(), Sig(op.ctor, op.args, op.sort))
+    return sigs
+
+
+SIGNATURES: dict[str, Sig] = _signatures()
 
 
 def _call(name: str, *args) -> Term:
@@ -290,16 +280,18 @@ def each(template: Callable[..., Term], *outs: Term, when: Callable[..., list] |
 
 
 # Pointwise ops by their torch names: relu(x), add(x, y), where(c, x, y) (eqsat.ops is the table).
-def _pointwise(name: str, arity: int):
+def pointwise_op(name: str) -> Callable[..., Term]:
+    """The builder of registered pointwise op ``name``: ``pointwise_op("relu")(x)``."""
+    arity = ops.pointwise_arity(name)
+    if arity is None:
+        raise KeyError(f"{name!r} is no pointwise op in eqsat.ops")
     ctor = {1: unary, 2: binary, 3: ternary}[arity]
     fn = lambda *args: ctor(name, *args)  # noqa: E731
     fn.__name__ = name
     return fn
 
 
-POINTWISE = {op.name: _pointwise(op.name, n)
-             for n, table in ((1, ops.UNARY), (2, ops.BINARY), (3, ops.TERNARY)) for op in table
-             if op.name != "where"}
+POINTWISE = {op.name: pointwise_op(op.name) for op in ops.pointwise() if op.name != "where"}
 globals().update(POINTWISE)
 
 

@@ -14,10 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+import networkx as nx
+
 from .cost import UNKNOWN, CostModel, ProgramCost
-from .fusion import topo_order
 from .ilp import break_cycles, solve
-from .serialized import Choice, EGraphView, ENode
+from .serialized import ROOT, Choice, EGraphView, ENode, choice_graph
 
 NodeCost = Callable[[ENode, EGraphView], float]
 
@@ -95,37 +96,17 @@ def _check_roots(roots: Iterable[str], choice: Choice) -> list[str]:
 
 
 def reachable(view: EGraphView, roots: Iterable[str], choice: Choice) -> Choice:
-    """The part of ``choice`` the roots actually use (iterative: graphs can be thousands deep)."""
-    out: Choice = {}
-    stack = list(roots)
-    while stack:
-        cls = stack.pop()
-        if cls in out:
-            continue
-        out[cls] = choice[cls]
-        stack.extend(view.nodes[choice[cls]].children)
-    return out
+    """The part of ``choice`` the roots actually use."""
+    g = choice_graph(view, roots, choice)
+    return {cls: choice[cls] for cls in nx.dfs_preorder_nodes(g, ROOT) if cls is not ROOT}
 
 
 def is_acyclic(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
-    state: dict[str, int] = {}  # 1 = on stack, 2 = done
-    for root in roots:
-        if state.get(root) == 2:
-            continue
-        stack = [(root, iter(view.nodes[choice[root]].children))]
-        state[root] = 1
-        while stack:
-            cls, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                state[cls] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                return False
-            elif nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, iter(view.nodes[choice[nxt]].children)))
-    return True
+    try:
+        nx.find_cycle(choice_graph(view, roots, choice), ROOT)
+    except nx.NetworkXNoCycle:
+        return True
+    return False
 
 
 def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
@@ -133,26 +114,6 @@ def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
     return all(r in choice for r in roots) and all(
         view.nodes[n].eclass == c and all(k in choice for k in view.nodes[n].children)
         for c, n in choice.items())
-
-
-def translate_choice(before: EGraphView, choice: Choice, after: EGraphView) -> Choice:
-    """The same program in a later e-graph: egglog keeps every e-node, so match them structurally.
-
-    Use it to price the input program inside the saturated e-graph: extract from the e-graph before
-    the rules ran (one node per class: the input), then translate into the saturated one.
-    """
-    index = {(n.ctor, tuple(n.args)): n for n in after.nodes.values()}
-    class_map: dict[str, str] = {}
-    out: Choice = {}
-    for cls in topo_order(before, list(choice), choice):
-        node = before.nodes[choice[cls]]
-        args = tuple(("class", class_map[a[1]]) if a[0] == "class" else a for a in node.args)
-        match = index.get((node.ctor, args))
-        if match is None:
-            raise ExtractionError(f"{node.ctor} node of class {cls} is not in the later e-graph")
-        class_map[cls] = match.eclass
-        out[match.eclass] = match.id
-    return out
 
 
 def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,

@@ -12,12 +12,13 @@ import math
 import operator
 from typing import Any, Sequence
 
+import networkx as nx
 import torch
 import torch.nn.functional as F
 from torch.fx.node import map_aggregate
 
 from eqsat import ops
-from eqsat.serialized import Choice, EGraphView, ENode
+from eqsat.serialized import ROOT, Choice, EGraphView, ENode
 from eqsat.terms import Ref
 
 from . import aten_spelling, torch_compat
@@ -94,18 +95,13 @@ class _Raiser:
         return list(dict.fromkeys(self.view.nodes[self.choice[cls]].children))
 
     def emit_all(self, roots: Sequence[str]) -> None:
-        """Post-order over the chosen DAG without recursion (graphs can be thousands deep)."""
-        for root in roots:
-            stack = [(root, False)]
-            while stack:
-                cls, ready = stack.pop()
-                if cls in self.env:
-                    continue
-                if ready:
-                    self.env[cls] = self.build(cls)
-                    continue
-                stack.append((cls, True))
-                stack.extend((d, False) for d in reversed(self.deps(cls)) if d not in self.env)
+        """Build every class the roots need, producers first (classes already built are leaves)."""
+        g = nx.DiGraph()
+        g.add_edges_from((ROOT, r) for r in roots)
+        g.add_edges_from((c, d) for c in self.choice if c not in self.env for d in self.deps(c))
+        for cls in nx.dfs_postorder_nodes(g, ROOT):
+            if cls is not ROOT and cls not in self.env:
+                self.env[cls] = self.build(cls)
 
     def build(self, cls: str) -> Any:
         orig = self._original_of(cls)

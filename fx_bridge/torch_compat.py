@@ -23,12 +23,12 @@ def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> N
 
     fake_mode = _detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     with fake_mode:
-        fakes = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not _is_fake(x) else x
+        fakes = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not is_fake(x) else x
                  for x in example_inputs]
     FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
 
 
-def _is_fake(x: Any) -> bool:
+def is_fake(x: Any) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(x, FakeTensor)
@@ -99,6 +99,53 @@ def aten_schema_is_mutable(target: Any) -> bool:
     return bool(schema is not None and schema.is_mutable)
 
 
+def aten_name_writes_inputs(name: str) -> bool | None:
+    """Whether the aten op called ``name`` (``add_``, ``__iand__``, ``copy_``) writes one of its
+    positional arguments, asked of its schemas' alias annotations; ``out=`` overloads do not count
+    (an ``out`` argument is keyword-only). None when aten has no op of that name."""
+    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return None
+    schemas = [getattr(packet, ov)._schema for ov in packet.overloads()]
+    # ``aten.sort.int``/``.Tensor`` sort a Python list in place: a tensor op is judged by the
+    # overloads taking a tensor first (all of them for list ops such as ``_foreach_add_``).
+    on_tensors = [sc for sc in schemas if sc.arguments and isinstance(sc.arguments[0].type, torch.TensorType)]
+    return any(a.alias_info is not None and a.alias_info.is_write and not a.kwarg_only
+               for sc in on_tensors or schemas for a in sc.arguments)
+
+
+def op_basename(target: Any) -> str:
+    """The bare op name of a call target: ``as_strided`` for ``aten.as_strided.default``,
+    ``torch.as_strided`` and the method name ``"as_strided"`` alike."""
+    if isinstance(target, str):
+        return target
+    if is_aten(target):
+        return target._schema.name.split("::")[-1]
+    return getattr(target, "__name__", "")
+
+
+def storage_key(t: Any) -> Any:
+    """An identity for ``t``'s storage (real or fake), equal for every tensor that aliases it; None
+    for values without one (non-tensors, sparse or nested tensors)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        return StorageWeakRef(t.untyped_storage())
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def is_layout_fresh(t: Any) -> bool:
+    """``t`` owns a storage of exactly its own size, contiguous from offset 0 (a fresh allocation)."""
+    try:
+        return (t.is_contiguous() and t.storage_offset() == 0
+                and t.untyped_storage().nbytes() == t.numel() * t.element_size())
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 def aten_functional_view(target: Any) -> Any:
     """The functional overload of an in-place view op (``aten.squeeze_.dim`` → ``aten.squeeze.dim``),
     or None for any other target or when no overload of that name exists."""
@@ -129,3 +176,18 @@ def no_dispatch_fake():
 
     with unset_fake_temporarily():
         yield
+
+
+def aot_user_outputs(graph: torch.fx.Graph) -> int | None:
+    """How many leading outputs of an AOTAutograd graph the user sees (mutated inputs, outputs,
+    their intermediate bases); the rest of a forward graph's outputs are activations saved for the
+    backward. 0 for a backward graph (its outputs are gradients); None outside an AOT compile."""
+    from torch._guards import TracingContext
+
+    if any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes):
+        return 0
+    ctx = TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    if meta is None:
+        return None
+    return meta.num_mutated_inp_runtime_indices + meta.num_outputs + meta.num_intermediate_bases

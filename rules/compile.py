@@ -14,14 +14,12 @@ from eqsat.rule import Rule
 from eqsat.schema import ANALYSIS
 
 from . import dsl
+from .dsl import RuleError  # noqa: F401  (raised here, defined with the DSL)
 from .derived import DERIVED
 
 EGG_SORT = {dsl.TENSOR: "Tensor", dsl.INT: "i64", dsl.IVEC: "IVec", dsl.STR: "String",
             dsl.TLIST: "TList", dsl.TTUPLE: "TTuple", dsl.DTYPE: "String"}
 
-
-class RuleError(ValueError):
-    """A malformed rule, refused before it reaches the e-graph."""
 
 
 def variables(t, out: dict | None = None) -> dict:

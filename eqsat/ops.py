@@ -70,7 +70,8 @@ _KEYED = {"Unary": (STRING, TENSOR), "Binary": (STRING, TENSOR, TENSOR),
           "Ternary": (STRING, TENSOR, TENSOR, TENSOR)}
 
 
-def _pointwise_rows(ctor: str, names: str, dtype: Dtype | None = None) -> list[Op]:
+def pointwise_rows(ctor: str, names: str, dtype: Dtype | None = None) -> list[Op]:
+    """Rows of pointwise ops sharing constructor ``ctor`` (``Unary``, ``Binary``, ``Ternary``)."""
     return [Op(n, ctor, Category.POINTWISE, _KEYED[ctor], dtype=dtype) for n in names.split()]
 
 
@@ -97,27 +98,27 @@ PARAMS = {
 _DTYPE_CASTS = "to type type_as float half double bfloat16 int long bool".split()
 
 UNARY = _with(
-    _pointwise_rows("Unary", "relu", A)
-    + _pointwise_rows("Unary", "gelu silu sigmoid tanh exp exp2 expm1 log log1p log2 log10", F)
-    + _pointwise_rows("Unary", "neg abs", A) + _pointwise_rows("Unary", "sqrt rsqrt reciprocal sin cos erf", F)
-    + _pointwise_rows("Unary", "floor ceil round trunc sign", A)
-    + _pointwise_rows("Unary", "logical_not", B) + _pointwise_rows("Unary", "bitwise_not")
-    + _pointwise_rows("Unary", "isnan isinf isfinite", B) + _pointwise_rows("Unary", "square", A)
-    + _pointwise_rows("Unary", "nan_to_num clamp hardtanh hardsigmoid hardswish leaky_relu elu selu celu mish"
+    pointwise_rows("Unary", "relu", A)
+    + pointwise_rows("Unary", "gelu silu sigmoid tanh exp exp2 expm1 log log1p log2 log10", F)
+    + pointwise_rows("Unary", "neg abs", A) + pointwise_rows("Unary", "sqrt rsqrt reciprocal sin cos erf", F)
+    + pointwise_rows("Unary", "floor ceil round trunc sign", A)
+    + pointwise_rows("Unary", "logical_not", B) + pointwise_rows("Unary", "bitwise_not")
+    + pointwise_rows("Unary", "isnan isinf isfinite", B) + pointwise_rows("Unary", "square", A)
+    + pointwise_rows("Unary", "nan_to_num clamp hardtanh hardsigmoid hardswish leaky_relu elu selu celu mish"
                                " softplus relu6 logit sgn frac", F)
-    + _pointwise_rows("Unary", "to_dtype"),
+    + pointwise_rows("Unary", "to_dtype"),
     params=PARAMS, spellings={"to_dtype": tuple(_DTYPE_CASTS)}, aten_spellings={"to_dtype": ("_to_copy.default",)},
 )
 BINARY = _with(
-    _pointwise_rows("Binary", "add sub mul", A) + _pointwise_rows("Binary", "div pow", F)
-    + _pointwise_rows("Binary", "maximum minimum", A) + _pointwise_rows("Binary", "fmod", F)
-    + _pointwise_rows("Binary", "remainder", A) + _pointwise_rows("Binary", "atan2", F)
-    + _pointwise_rows("Binary", "eq ne lt le gt ge logical_and logical_or logical_xor", B)
-    + _pointwise_rows("Binary", "bitwise_and bitwise_or bitwise_xor floor_divide true_divide")
-    + _pointwise_rows("Binary", "rsub", A),
+    pointwise_rows("Binary", "add sub mul", A) + pointwise_rows("Binary", "div pow", F)
+    + pointwise_rows("Binary", "maximum minimum", A) + pointwise_rows("Binary", "fmod", F)
+    + pointwise_rows("Binary", "remainder", A) + pointwise_rows("Binary", "atan2", F)
+    + pointwise_rows("Binary", "eq ne lt le gt ge logical_and logical_or logical_xor", B)
+    + pointwise_rows("Binary", "bitwise_and bitwise_or bitwise_xor floor_divide true_divide")
+    + pointwise_rows("Binary", "rsub", A),
     params=PARAMS,
 )
-TERNARY = _with(_pointwise_rows("Ternary", "where", A) + _pointwise_rows("Ternary", "addcmul addcdiv lerp"),
+TERNARY = _with(pointwise_rows("Ternary", "where", A) + pointwise_rows("Ternary", "addcmul addcdiv lerp"),
                 params=PARAMS)
 
 _REDUCE_ARGS = (STRING, TENSOR, IVEC, INT)  # key, input, sorted dims, keepdim

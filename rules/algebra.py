@@ -81,6 +81,7 @@ CAT_FLATTEN = Rule(
     (f"(rule ({_INNER}) ((AppendDemand m r)))",
      f"(rule ({_INNER} (Appended m r o)) ((union c (Cat o d))))"),
     APPEND,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 ALGEBRA_HAND = [CAT_FLATTEN]

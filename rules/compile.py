@@ -156,12 +156,30 @@ def check_bound(r: dsl.DslRule) -> None:
                                 f" which the pattern does not bind")
 
 
+def _built(t) -> set[str]:
+    """Constructors a replacement term builds (its derived functions and analyses are query facts)."""
+    if isinstance(t, dsl.TList):
+        return {"TCons", "TNil"}.union(*(_built(i) for i in t.items)) | (_built(t.tail) if t.tail is not None else set())
+    if not isinstance(t, dsl.Call) or t.fn in DERIVED or t.fn in ("shape", "dtype"):
+        return set()
+    own = {t.fn} if t.fn[0].isupper() else set()
+    return own.union(*(_built(a) for a in t.args))
+
+
+def _heads(lhs, rhs) -> tuple[set[str], set[str]]:
+    root = {lhs.fn} if isinstance(lhs, dsl.Call) and lhs.fn[0].isupper() else set()
+    return root, _built(rhs) or {"*"}
+
+
 def compile_rule(r: dsl.DslRule) -> Rule:
     if not r.name.replace("_", "").isalnum():
         raise RuleError(f"rule name {r.name!r}: use letters, digits and underscores")
     check_bound(r)
     cmds, decls = _direction(r, r.lhs, r.rhs)
+    lhs, rhs = _heads(r.lhs, r.rhs)
     if r.bidirectional:
         back, more = _direction(r, r.rhs, r.lhs)
         cmds, decls = cmds + back, decls + more
-    return Rule(r.name, r.family, r.doc, tuple(cmds), tuple(dict.fromkeys(decls)))
+        lhs2, rhs2 = _heads(r.rhs, r.lhs)
+        lhs, rhs = lhs | lhs2, rhs | rhs2
+    return Rule(r.name, r.family, r.doc, tuple(cmds), tuple(dict.fromkeys(decls)), (frozenset(lhs), frozenset(rhs)))

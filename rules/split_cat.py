@@ -102,6 +102,7 @@ CAT_SPLIT_RUN = Rule(
     (f"(rule ({_RUN}) ((offset-demand s i) (offset-demand s j)))",
      f"(rule ({_RUN} (= a (offset s i)) (= b (offset s j))) ((RunAlt l d (TCons (Narrow x d a (- b a)) tail))))"),
     CAT_CONTEXT + SPLIT_RUNS + DERIVED["offset"].decls,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 CAT_NARROW_RUN = Rule(
@@ -111,6 +112,7 @@ CAT_NARROW_RUN = Rule(
     ("(rule ((CatCell l d) (= l (TCons (Narrow x d a n) (TCons (Narrow x d b m) r))) (= b (+ a n)))"
      " ((RunAlt l d (TCons (Narrow x d a (+ n m)) r))))",),
     CAT_CONTEXT,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN]

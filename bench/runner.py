@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -85,10 +86,9 @@ def _summarize_reports(reports: list[dict]) -> dict:
     """Totals over the optimized graphs of one compile (forward and backward count separately)."""
     if not reports:
         return {}
-    rules: dict[str, int] = {}
+    rules: Counter = Counter()
     for report in reports:
-        for name, count in (report.get("rules_fired") or {}).items():
-            rules[name] = rules.get(name, 0) + int(count)
+        rules.update({name: int(count) for name, count in (report.get("rules_fired") or {}).items()})
 
     def total(key):
         values = [r[key] for r in reports if r.get(key) is not None]
@@ -101,7 +101,7 @@ def _summarize_reports(reports: list[dict]) -> dict:
         "egraph_nodes": total("egraph_nodes"),
         "cost_before": total("cost_before"),
         "cost_after": total("cost_after"),
-        "rules_fired": rules,
+        "rules_fired": dict(rules),
     }
 
 

@@ -46,7 +46,7 @@ def _phase(report: Report, name: str):
     try:
         yield
     finally:
-        report.phase_seconds[name] = report.phase_seconds.get(name, 0.0) + time.perf_counter() - t0
+        _add_counts(report.phase_seconds, {name: time.perf_counter() - t0})
 
 
 def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
@@ -194,8 +194,11 @@ def _record(report: Report, built: Built, ex: Extracted, rules: list[Rule]) -> N
                                               report.rules_fired, built.inserted))
 
 
-def _add_counts(into: dict[str, int], more: Mapping[str, int]) -> None:
-    into.update(Counter(into) + Counter(more))
+def _add_counts(into: dict, more: Mapping) -> None:
+    """``into[k] += more[k]`` for every key (report fields stay plain dicts)."""
+    total = Counter(into)
+    total.update(more)
+    into.update(total)
 
 
 def _has_family(rules: list[Rule], family: str) -> bool:

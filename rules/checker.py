@@ -119,7 +119,7 @@ class Evaluator:
             return self._bind(t, lambda: self._rand_shape())
         if isinstance(t, dsl.Lit):
             return t.value
-        if isinstance(t, (dsl.TList, dsl.Pieces, dsl.Each)):
+        if isinstance(t, (dsl.ListExpr, dsl.Pieces, dsl.Each)):
             return self.tlist(t, None)
         return getattr(self, "_" + t.fn.replace("-", "_"), self._generic)(t, *t.args)
 

@@ -30,7 +30,7 @@ def variables(t, out: dict | None = None) -> dict:
     elif isinstance(t, dsl.Call):
         for a in t.args:
             variables(a, out)
-    elif isinstance(t, dsl.TList):
+    elif isinstance(t, dsl.ListExpr):
         for a in t.items + ((t.tail,) if t.tail is not None else ()):
             variables(a, out)
     elif isinstance(t, dsl.Pieces):
@@ -121,7 +121,7 @@ class Query:
             return self.name(t)
         if isinstance(t, dsl.Lit):
             return json.dumps(t.value) if isinstance(t.value, str) else str(t.value)
-        if isinstance(t, dsl.TList):
+        if isinstance(t, dsl.ListExpr):
             out = sub(t.tail) if t.tail is not None else "(TNil)"
             for item in reversed(t.items):
                 out = f"(TCons {sub(item)} {out})"
@@ -158,7 +158,7 @@ def check_bound(r: dsl.DslRule) -> None:
 
 def _built(t) -> set[str]:
     """Constructors a replacement term builds (its derived functions and analyses are query facts)."""
-    if isinstance(t, dsl.TList):
+    if isinstance(t, dsl.ListExpr):
         return {"TCons", "TNil"}.union(*(_built(i) for i in t.items)) | (_built(t.tail) if t.tail is not None else set())
     if not isinstance(t, dsl.Call) or t.fn in DERIVED or t.fn in ("shape", "dtype"):
         return set()

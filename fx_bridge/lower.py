@@ -258,7 +258,11 @@ class _Lowerer:
                 "size", "dim", "numel", "add", "sub", "mul", "floor_divide", "getitem", "div"):
             return val  # static shape arithmetic: folded into its consumers
         args = map_aggregate(n.args, self.value_of)
-        kwargs = map_aggregate(dict(n.kwargs), self.value_of)
+        kwargs = dict(map_aggregate(dict(n.kwargs), self.value_of))
+        if not args:  # torch.split(tensor=x, ...), torch.unbind(input=x): the tensor goes first
+            first = next((k for k in ("input", "tensor", "self") if k in kwargs), None)
+            if first is not None:
+                args = (kwargs.pop(first),)
         if n in self.pinned:
             return self.opaque(n, args, kwargs)
         if name is not None and not self.is_random(n, name):

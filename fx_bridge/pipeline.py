@@ -25,6 +25,7 @@ from rules.library import select, shape_rules
 
 from .horizontal import horizontal_unions
 from .aliasing import alias_signature, match_aliasing
+from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
 from .raising import raise_graph, refresh_fake_values
@@ -60,7 +61,9 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
     rules = select(opts.families, opts.disabled, opts.extra_rules)
+    original = gm
     with _phase(report, "lower"):
+        gm = functionalize_intermediates(gm, example_inputs)
         low = lower(gm, example_inputs)
     present = {r.family for r in rules}
     families = [None] if opts.mode == "saturate" else (
@@ -76,9 +79,11 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         if fam is not None and families[-1] != fam and result.changed:
             with _phase(report, "lower"):
                 current_low = lower(current_gm, example_inputs)
-    if opts.validate and current_gm is not gm:
+    if not report.changed and not opts.always_raise:
+        return original, report
+    if opts.validate and current_gm is not original:
         with _phase(report, "validate"):
-            validate(gm, current_gm, example_inputs, random_nodes(gm), report, user_outputs)
+            validate(original, current_gm, example_inputs, random_nodes(original), report, user_outputs)
     return current_gm, report
 
 

@@ -132,7 +132,7 @@ def storage_key(t: Any) -> Any:
     if not isinstance(t, torch.Tensor):
         return None
     try:
-        return StorageWeakRef(t.untyped_storage())
+        return StorageWeakRef(t.untyped_storage()).cdata  # an int: the storage's identity
     except (RuntimeError, NotImplementedError):
         return None
 

@@ -1,7 +1,7 @@
 """Helpers that mended code calls (`__mend_rt__.select(...)` etc.).
 
 Each helper has two faces: run eagerly it does exactly what the original code did; traced by Dynamo
-it takes the graph-friendly path (torch.where, a buffered effect, an in-graph assertion) only when a
+it takes the graph-friendly path (torch.where, an in-graph effect node, an in-graph assertion) only when a
 trace-time check on tensor metadata shows the result is the same, and otherwise falls back to the
 original Python (which breaks the graph, but never changes the answer).
 """
@@ -12,12 +12,10 @@ import builtins
 import contextlib
 import functools
 import re
-import sys
-import warnings
 
 import torch
 
-from fx_bridge.mend import dynamo_compat
+from fx_bridge.mend import dynamo_compat, effects
 
 # ---------------------------------------------------------------- predicated control flow
 
@@ -77,74 +75,19 @@ def tensor_equal(a, b):
 
 
 # ---------------------------------------------------------------- deferred side effects
-#
-# Under Dynamo, `defer` appends to `_pending`, a side effect Dynamo replays after the graph. Dynamo
-# guards on the list's length, so the buffer must be empty when a compiled call starts: call
-# compiled code through `compile()` / `boundary()`, which flush after every call. (Dynamo's own
-# reorderable logging functions are no help here: in 2.13 they are silently dropped when called
-# from an inlined function.)
-
-_pending: list[tuple] = []
-
-
-def _snapshot(value):
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()  # later in-place updates must not change what is emitted
-    if type(value) is tuple:  # not torch.Size or namedtuples: those print differently when rebuilt
-        return tuple(_snapshot(v) for v in value)
-    if type(value) is list:
-        return [_snapshot(v) for v in value]
-    if type(value) is dict:
-        return {k: _snapshot(v) for k, v in value.items()}
-    return value
-
-
-def _resolve(module: str, receiver: str):
-    """`receiver` ("logger", "print", "warnings.warn") as the global/builtin it names in `module`."""
-    head, *rest = receiver.split(".")
-    namespace = vars(sys.modules[module])
-    obj = namespace[head] if head in namespace else getattr(builtins, head)
-    for attr in rest:
-        obj = getattr(obj, attr)
-    return obj
-
-
-def _emit(module, receiver, method, args, kwargs, where):
-    if where is not None:  # warnings.warn: keep the original file:line attribution and registry
-        message, category = _warn_args(args, kwargs)
-        registry = vars(sys.modules[module]).setdefault("__warningregistry__", {})
-        warnings.warn_explicit(message, category, where[0], where[1], module, registry)
-        return
-    target = _resolve(module, receiver)
-    (getattr(target, method) if method else target)(*args, **kwargs)
-
-
-def _warn_args(args, kwargs):
-    message = args[0] if args else kwargs["message"]
-    category = args[1] if len(args) > 1 else kwargs.get("category")
-    if category is None:
-        category = message.__class__ if isinstance(message, Warning) else UserWarning
-    return message, category
 
 
 def defer(module, receiver, method, args, kwargs, where=None):
     """Call `receiver.method(*args, **kwargs)` (or `receiver(...)` when method is None), where
     `receiver` names a global or builtin of `module`; `where` = (file, line) for `warnings.warn`.
 
-    Eagerly it runs now, after emitting anything still buffered (keeps the order). Under Dynamo
-    the call is buffered with snapshots of its arguments; `flush()` emits it in program order.
+    Eagerly it runs now. Under Dynamo it becomes a side-effecting `mend::emit` node that runs the
+    call when the graph runs, in program order, with the tensors as they were here (cloned).
     """
     if torch.compiler.is_compiling():
-        _pending.append((module, receiver, method, _snapshot(args), _snapshot(kwargs), where))
+        effects.emit_in_graph((module, receiver, method, where), args, kwargs)
         return
-    flush()
-    _emit(module, receiver, method, args, kwargs, where)
-
-
-def flush() -> None:
-    """Emit buffered side effects in program order."""
-    while _pending:
-        _emit(*_pending.pop(0))
+    effects.emit_now(module, receiver, method, where, args, kwargs)
 
 
 # ---------------------------------------------------------------- predicated validation
@@ -173,16 +116,15 @@ def restored_exception(err: BaseException) -> BaseException:
 
 @contextlib.contextmanager
 def boundary():
-    """Wrap a compiled call: flush deferred effects (also on error) and restore trap exceptions."""
+    """Wrap a compiled call so a failed in-graph trap re-raises the original exception type.
+    (Deferred effects need no boundary: they run inside the graph.)"""
     try:
         yield
     except Exception as err:
-        flush()
         restored = restored_exception(err)
         if restored is err:
             raise
         raise restored from err
-    flush()
 
 
 def compile(model, **compile_kwargs):

@@ -164,3 +164,9 @@ def guard_short_circuit(x, extra):
     if (y < 0).any() or torch.isnan(extra).any():
         raise ValueError("bad input")
     return y + 1
+
+
+def print_each_call(x):
+    y = x * 2
+    print("call", y)
+    return y + 1

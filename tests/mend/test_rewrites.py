@@ -225,18 +225,58 @@ def test_changed_outputs_undo_every_rewrite(monkeypatch):
     assert report.after.breaks == report.before.breaks == 1
 
 
-def test_deferred_effects_do_not_recompile_across_calls(mended):
-    mended(s.side_effects, torch.ones(2))
-    graphs = []
-
+def _counting_backend(graphs):
     def counting(gm, example_inputs):
         graphs.append(gm)
         return gm.forward
+    return counting
 
+
+def test_bare_torch_compile_prints_every_call_in_order_with_one_compile(mended):
+    """No boundary: each deferred print is an in-graph op, so the buffer Dynamo would guard on is gone."""
+    report = mended(s.print_each_call, torch.ones(2))
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    graphs = []
     torch._dynamo.reset()
-    f = mend_compile(s.side_effects, backend=counting)
+    f = torch.compile(s.print_each_call, backend=_counting_backend(graphs))
+    inputs = [torch.full((2,), float(i)) for i in range(10)]
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        results = [f(x) for x in inputs]
+    assert len(graphs) == 1
+    assert out.getvalue().splitlines() == [f"call {x * 2}" for x in inputs]
+    for x, result in zip(inputs, results):
+        assert torch.equal(result, x * 2 + 1)
+
+
+def test_in_graph_effects_survive_aot_and_keep_pre_mutation_values(mended):
+    """AOTAutograd functionalizes and dead-code-eliminates; the side-effecting op must stay, in order."""
+    mended(s.side_effects, torch.ones(2))
+    torch._dynamo.reset()
+    f = torch.compile(s.side_effects, backend="aot_eager")
+    events = []
+    handler = logging.Handler()
+    handler.emit = lambda record: events.append(record.getMessage())
+    s.log.addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i in range(3):
+                assert torch.equal(f(torch.full((2,), float(i))), (torch.full((2,), 2.0 * i) + 100) * 3)
+    finally:
+        s.log.removeHandler(handler)
+    assert out.getvalue().splitlines() == [f"y is {torch.full((2,), 2.0 * i)} torch.Size([2])" for i in range(3)]
+    assert events == ["sum " + str(torch.tensor(4.0 * i)) for i in range(3)]
+
+
+def test_deferred_effects_under_dynamic_shapes_keep_shape_arguments(mended):
+    """A shape printed under dynamic shapes is symbolic at trace time; it travels as an op argument."""
+    mended(s.side_effects, torch.ones(2))
+    graphs = []
+    torch._dynamo.reset()
+    f = torch.compile(s.side_effects, backend=_counting_backend(graphs), dynamic=True)
     with contextlib.redirect_stdout(io.StringIO()) as out, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(3):
-            f(torch.ones(2))
-    assert len(graphs) == 1 and out.getvalue().count("y is") == 3
+        for n in (2, 3, 4):
+            f(torch.ones(n))
+    assert len(graphs) == 1
+    assert [line.split(" torch.Size")[1] for line in out.getvalue().splitlines()] == ["([2])", "([3])", "([4])"]

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from fx_bridge.mend import runtime
 from fx_bridge.mend.detect import Detection, detect
 from fx_bridge.mend.inprocess import Patch
-from fx_bridge.mend.plan import Decision, plan
+from fx_bridge.mend.facts import observe
+from fx_bridge.mend.plan import Decision, branch_lines, plan
 from fx_bridge.mend.verify import compare
 
 
@@ -42,7 +43,9 @@ def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> Men
     for _ in range(rounds):
         fresh = [s for s in current.sites if (s.filename, s.lineno) not in seen]
         seen |= {(s.filename, s.lineno) for s in fresh}
-        decisions = _dedupe(plan(fresh), report.decisions)
+        lines = branch_lines(fresh)
+        observed = observe(fn, args, kwargs, lines) if lines else {}
+        decisions = _dedupe(plan(fresh, observed), report.decisions)
         report.decisions += decisions
         if not any(d.rule for d in decisions):
             break

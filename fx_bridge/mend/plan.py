@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 
 from fx_bridge.mend import runtime
-from fx_bridge.mend.detect import DYNAMIC_SHAPE, SCALAR_READ, SIDE_EFFECT, Site
+from fx_bridge.mend.detect import DATA_DEPENDENT, DYNAMIC_SHAPE, SCALAR_READ, SIDE_EFFECT, Site
 from fx_bridge.mend.predicate import Refuse
 from fx_bridge.mend.rule_defer import rewrite_defer
 from fx_bridge.mend.rule_trap import is_validation_guard, rewrite_trap
@@ -37,7 +37,7 @@ class Decision:
         return f"[left alone] {where}: {self.reason}"
 
 
-def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
+def _try_frame(site: Site, filename: str, lineno: int, observed: dict) -> Decision:
     if os.path.realpath(filename) == os.path.realpath(runtime.__file__):
         return Decision(site, reason="a mend helper fell back to Python at trace time")
     tree = parse_file(filename)
@@ -55,7 +55,8 @@ def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
         if isinstance(stmt, ast.If) and is_validation_guard(stmt):
             decision.rule, decision.replacement = "trap", rewrite_trap(stmt, scope)
         elif isinstance(stmt, ast.If):
-            decision.rule, decision.replacement = "where", rewrite_where(stmt, scope)
+            facts = observed.get((os.path.realpath(filename), stmt.lineno))
+            decision.rule, decision.replacement = "where", rewrite_where(stmt, scope, facts)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             decision.rule, decision.replacement = "defer", rewrite_defer(stmt, scope, filename)
         elif site.category in (SCALAR_READ, DYNAMIC_SHAPE):
@@ -69,8 +70,23 @@ def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
     return decision
 
 
-def plan(sites: list[Site]) -> list[Decision]:
-    """One decision per site; side effects are looked up the user stack (logger wrappers)."""
+def branch_lines(sites: list[Site]) -> set[tuple[str, int]]:
+    """(realpath, line) of the data-dependent `if` statements at these sites: where to observe facts."""
+    lines = set()
+    for site in sites:
+        if site.category != DATA_DEPENDENT:
+            continue
+        tree = parse_file(site.filename)
+        func = enclosing_function(tree, site.lineno) if tree else None
+        stmt = statement_at(func, site.lineno) if func else None
+        if isinstance(stmt, ast.If):
+            lines.add((os.path.realpath(site.filename), stmt.lineno))
+    return lines
+
+
+def plan(sites: list[Site], observed: dict | None = None) -> list[Decision]:
+    """One decision per site; side effects are looked up the user stack (logger wrappers).
+    `observed`: facts.observe's dtype classes per (realpath, line) of a data-dependent `if`."""
     decisions = []
     for site in sites:
         innermost = (site.filename, site.lineno)
@@ -79,7 +95,7 @@ def plan(sites: list[Site]) -> list[Decision]:
             frames = frames[:1]
         first = None
         for filename, lineno in frames:
-            decision = _try_frame(site, filename, lineno)
+            decision = _try_frame(site, filename, lineno, observed or {})
             first = first or decision
             if decision.rule:
                 break

@@ -15,7 +15,7 @@ import re
 
 import torch
 
-from fx_bridge.mend import dynamo_compat, effects
+from fx_bridge.mend import dynamo_compat, effects, facts
 
 # ---------------------------------------------------------------- predicated control flow
 
@@ -41,6 +41,28 @@ def select(cond, if_true, if_false):
     if _is_scalar_tensor(cond) and _same_meta(if_true, if_false) and cond.device == if_true.device:
         return torch.where(cond.reshape(()).bool(), if_true, if_false)
     return if_true if cond else if_false
+
+
+def _broadcastable(tensors) -> bool:
+    """Same device and broadcast-compatible shapes (a binary op between any two cannot fail)."""
+    if not tensors:
+        return True
+    if any(t.device != tensors[0].device for t in tensors):
+        return False
+    for i in range(1, max(t.dim() for t in tensors) + 1):
+        sizes = [t.shape[-i] for t in tensors if t.dim() >= i and t.shape[-i] != 1]
+        if any(s != sizes[0] for s in sizes):
+            return False
+    return True
+
+
+def facts_hold(values, classes, combined) -> bool:
+    """Do the facts a [Where] rewrite relied on hold here: each value a tensor of its observed dtype
+    class, and the `combined` ones broadcastable on one device? Static under Dynamo (metadata only)."""
+    for value, cls in zip(values, classes):
+        if not isinstance(value, torch.Tensor) or value.dtype not in facts.DTYPES[cls]:
+            return False
+    return _broadcastable(combined)
 
 
 def pnot(value):

@@ -170,3 +170,20 @@ def print_each_call(x):
     y = x * 2
     print("call", y)
     return y + 1
+
+
+def arith_branch(y):
+    if y.sum() > 0:
+        z = y * 2
+    else:
+        z = y - 1
+    return z * 3
+
+
+def static_prefix_else(x, flag):
+    y = x * 2
+    if flag and y.sum() > 0:
+        z = y + 1
+    else:
+        z = y * 3
+    return z

@@ -280,3 +280,58 @@ def test_deferred_effects_under_dynamic_shapes_keep_shape_arguments(mended):
             f(torch.ones(n))
     assert len(graphs) == 1
     assert [line.split(" torch.Size")[1] for line in out.getvalue().splitlines()] == ["([2])", "([3])", "([4])"]
+
+
+def test_arith_branch_admitted_by_observed_float_facts(mended):
+    """`y - 1` raises on bool tensors, so only the observed float class makes it safe to speculate."""
+    pos, neg = torch.tensor([1.0, 2.0, -0.5]), torch.tensor([-1.0, 0.5, -3.0])
+    expected = {"pos": s.arith_branch(pos), "neg": s.arith_branch(neg)}
+    report = mended(s.arith_branch, pos)
+    assert (report.before.breaks, report.after.breaks) == (1, 0) and report.outputs_equal
+    assert [d.rule for d in report.decisions] == ["where"]
+    graphs = []
+    torch._dynamo.reset()
+    f = torch.compile(s.arith_branch, backend=_counting_backend(graphs))
+    assert torch.equal(f(pos), expected["pos"]) and torch.equal(f(neg), expected["neg"])
+    assert len(graphs) == 1  # both branches from one graph: the guard is static
+
+
+def test_arith_branch_with_bool_tensor_takes_original_branch(mended):
+    some, none = torch.tensor([True, False]), torch.tensor([False, False])
+    expected = s.arith_branch(some)
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        s.arith_branch(none)
+    mended(s.arith_branch, torch.ones(2))
+    assert torch.equal(s.arith_branch(some), expected)  # mended code, eager
+    torch._dynamo.reset()
+    before = detect(s.arith_branch, (some,), explain=False)
+    assert before.breaks == 1 and before.sites[0].category == DATA_DEPENDENT  # the original `if`, still breaking
+    assert torch.equal(before.output, expected)
+    f = torch.compile(s.arith_branch, backend="eager")
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        f(none)
+
+
+def test_facts_refuse_what_the_observed_class_does_not_make_total():
+    """Integer floor-division by zero raises: not admitted for int tensors, admitted for float."""
+    import ast
+
+    from fx_bridge.mend.facts import Typing
+
+    def cls(expr, observed):
+        return Typing(observed, lambda n: n == "torch").tensor_class(ast.parse(expr, mode="eval").body)
+
+    assert cls("y // 2", {"y": "int"}) is None and cls("y // 2", {"y": "float"}) == "float"
+    assert cls("y - 1", {"y": "bool"}) is None and cls("(y - 1).float()", {"y": "int"}) == "float"
+    assert cls("torch.exp(y) > w", {"y": "float", "w": "int"}) == "bool"
+    assert cls("y.exp()", {"y": "int"}) is None and cls("y & 1", {"y": "float"}) is None
+
+
+def test_static_prefix_false_runs_the_else_branch(mended):
+    x = torch.ones(2)
+    expected = {flag: s.static_prefix_else(x, flag) for flag in (True, False)}
+    report = mended(s.static_prefix_else, x, True)
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    f = compiled_eager(s.static_prefix_else)
+    for flag, value in expected.items():
+        assert torch.equal(f(x, flag), value)

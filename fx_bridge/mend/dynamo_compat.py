@@ -144,6 +144,14 @@ def cold_compile_caches():
         yield
 
 
+SCALAR_CAPTURE = "torch._dynamo.config.capture_scalar_outputs = capture_dynamic_output_shape_ops = True"
+
+
+def scalar_capture():
+    """Dynamo config that keeps `.item()`, int `.tolist()` and data-dependent shapes in the graph."""
+    return torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True)
+
+
 def assert_async(cond: torch.Tensor, message: str) -> None:
     """In-graph assertion that keeps the message (`torch._assert_async(t, msg)`)."""
     torch._assert_async(cond, message)

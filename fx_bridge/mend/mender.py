@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fx_bridge.mend import runtime
-from fx_bridge.mend.detect import Detection, detect
+from fx_bridge.mend import dynamo_compat, runtime
+from fx_bridge.mend.detect import DYNAMIC_SHAPE, SCALAR_READ, Detection, detect
 from fx_bridge.mend.inprocess import Patch
 from fx_bridge.mend.facts import observe
 from fx_bridge.mend.plan import Decision, branch_lines, plan
@@ -21,6 +21,7 @@ class MendReport:
     outputs_equal: bool = True
     detail: str = ""
     patch: Patch = field(default_factory=Patch)
+    suggestion: str = ""  # a Dynamo config for the .item()/dynamic-shape breaks left, with its measured effect
 
     @property
     def applied(self) -> list[Decision]:
@@ -63,7 +64,21 @@ def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> Men
     if not report.outputs_equal:
         _undo_all(report, f"undone: outputs changed ({report.detail})")
         report.after = detect(fn, args, kwargs, explain=explain)
+    if any(s.category in (SCALAR_READ, DYNAMIC_SHAPE) for s in report.after.sites):
+        report.suggestion = _measure_scalar_capture(fn, args, kwargs, reference, report.after.breaks)
     return report
+
+
+def _measure_scalar_capture(fn, args, kwargs, reference, breaks: int) -> str:
+    """Breaks (and output check) with Dynamo capturing scalars and dynamic shapes, on top of the rewrites."""
+    try:
+        with dynamo_compat.scalar_capture():
+            captured = detect(fn, args, kwargs, explain=False)
+    except Exception as err:  # e.g. a guard on a data-dependent symbol: the config does not apply
+        return f"{dynamo_compat.SCALAR_CAPTURE}: fails ({type(err).__name__})"
+    equal, detail = compare(reference, captured.output)
+    return f"{dynamo_compat.SCALAR_CAPTURE}: breaks {breaks} -> {captured.breaks}, outputs " + (
+        "bit-identical" if equal else f"differ ({detail})")
 
 
 def _undo_all(report: MendReport, reason: str) -> None:

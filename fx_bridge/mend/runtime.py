@@ -43,6 +43,14 @@ def select(cond, if_true, if_false):
     return if_true if cond else if_false
 
 
+def item_cond(value):
+    """`value.item()` read only for its truth value: eagerly the item itself; traced, a copy of the
+    1-element tensor (same truth value), so the `if`s it feeds can be predicated in the graph."""
+    if torch.compiler.is_compiling() and _is_scalar_tensor(value):
+        return value.detach().clone()
+    return value.item()
+
+
 def _broadcastable(tensors) -> bool:
     """Same device and broadcast-compatible shapes (a binary op between any two cannot fail)."""
     if not tensors:

@@ -187,3 +187,27 @@ def static_prefix_else(x, flag):
     else:
         z = y * 3
     return z
+
+
+def item_branch(x):
+    y = x * 2
+    has_neg = (y < 0).any().item()
+    if has_neg:
+        z = y.abs() + 1
+    else:
+        z = y - 3
+    return z * 2
+
+
+def item_escapes(x):
+    y = x * 2
+    has_neg = (y < 0).any().item()
+    if has_neg:
+        y = y.abs()
+    return y * 2, has_neg
+
+
+def count_as_size(x):
+    y = x * 2
+    n = (y > 0).sum().item()
+    return y.new_zeros(n) + 1, y * 3

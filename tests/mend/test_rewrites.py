@@ -14,7 +14,7 @@ import torch
 import mend_samples as s
 from fx_bridge.mend import compile as mend_compile
 from fx_bridge.mend import detect, mend
-from fx_bridge.mend.detect import DATA_DEPENDENT, SIDE_EFFECT, VALIDATION
+from fx_bridge.mend.detect import DATA_DEPENDENT, SCALAR_READ, SIDE_EFFECT, VALIDATION
 from fx_bridge.mend.inprocess import Patch
 from fx_bridge.mend.plan import plan
 
@@ -335,3 +335,33 @@ def test_static_prefix_false_runs_the_else_branch(mended):
     f = compiled_eager(s.static_prefix_else)
     for flag, value in expected.items():
         assert torch.equal(f(x, flag), value)
+
+
+def test_item_branch_keeps_the_flag_a_tensor_and_predicates_the_if(mended):
+    mixed, positive = torch.tensor([1.0, -2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0])
+    expected = {"mixed": s.item_branch(mixed), "positive": s.item_branch(positive)}
+    report = mended(s.item_branch, mixed)
+    assert report.before.sites[0].category == SCALAR_READ and report.before.sites[0].gb_code == "GB0124"
+    assert (report.before.breaks, report.after.breaks) == (1, 0) and report.outputs_equal
+    assert [d.rule for d in report.decisions] == ["item", "where"]
+    assert not report.suggestion  # nothing of that kind is left
+    graphs = []
+    torch._dynamo.reset()
+    f = torch.compile(s.item_branch, backend=_counting_backend(graphs))
+    assert torch.equal(f(mixed), expected["mixed"]) and torch.equal(f(positive), expected["positive"])
+    assert len(graphs) == 1
+    assert torch.equal(s.item_branch(positive), expected["positive"])  # eagerly still `.item()`
+
+
+def test_item_used_as_a_value_is_left_alone(mended):
+    report = mended(s.item_escapes, torch.tensor([1.0, -2.0]))
+    assert report.decisions[0].rule is None and "used as a value" in report.decisions[0].reason
+    assert report.after.breaks == report.before.breaks == 1
+    assert report.suggestion.endswith("breaks 1 -> 1, outputs bit-identical")  # branching on it still breaks
+
+
+def test_count_used_as_a_size_gets_a_measured_config_suggestion(mended):
+    report = mended(s.count_as_size, torch.tensor([1.0, -2.0, 3.0]))
+    assert report.after.breaks == report.before.breaks == 1
+    assert report.suggestion.startswith("torch._dynamo.config.capture_scalar_outputs")
+    assert report.suggestion.endswith("breaks 1 -> 0, outputs bit-identical")

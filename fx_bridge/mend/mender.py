@@ -32,13 +32,17 @@ def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> Men
     """Rewrite the fixable graph breaks `fn(*args, **kwargs)` hits, in the loaded modules.
 
     Outputs of the compiled, mended program are compared bit for bit with the original eager
-    run; on any difference every rewrite is undone and the report says so. Call
+    run (or, when the compiled original already differs from eager, with the compiled original);
+    on any difference every rewrite is undone and the report says so. Call
     `report.patch.undo()` to restore the original code.
     """
     kwargs = kwargs or {}
     with runtime.boundary():
         reference = fn(*args, **kwargs)
     before = current = detect(fn, args, kwargs, explain=explain)
+    baseline, against = reference, "the original eager run"
+    if not compare(reference, before.output)[0]:
+        baseline, against = before.output, "the original compiled run (which already differs from eager)"
     report = MendReport(before, before)
     seen: set = set()
     for _ in range(rounds):
@@ -60,12 +64,13 @@ def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> Men
         _undo_all(report, f"undone: breaks rose {before.breaks} -> {current.breaks}")
         current = detect(fn, args, kwargs, explain=explain)
     report.after = current
-    report.outputs_equal, report.detail = compare(reference, current.output)
+    report.outputs_equal, report.detail = compare(baseline, current.output)
+    report.detail += f" vs {against}"
     if not report.outputs_equal:
         _undo_all(report, f"undone: outputs changed ({report.detail})")
         report.after = detect(fn, args, kwargs, explain=explain)
     if any(s.category in (SCALAR_READ, DYNAMIC_SHAPE) for s in report.after.sites):
-        report.suggestion = _measure_scalar_capture(fn, args, kwargs, reference, report.after.breaks)
+        report.suggestion = _measure_scalar_capture(fn, args, kwargs, baseline, report.after.breaks)
     return report
 
 

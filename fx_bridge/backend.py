@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import torch_compat
-from .lower import Unsupported
+from .fallback import kept_original
 from .pipeline import Options, optimize
 from .post_grad import EqsatPostGradPass
 from .report import Report
@@ -42,7 +42,8 @@ class EqsatBackend:
         except Exception as e:  # Inductor rejected our graph: the original must still compile
             log.warning("eqsat: Inductor failed on the optimized graph (%s: %s); compiling the original",
                         type(e).__name__, e)
-            report.skipped = f"inductor failed on optimized graph: {type(e).__name__}"
+            report.skipped = f"internal error: inductor failed on optimized graph: {type(e).__name__}"
+            report.fallback = "internal error"
             return compile_fx(gm, example_inputs)
 
     def _inner(self, opts: Options) -> Callable:
@@ -70,14 +71,8 @@ def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         new_gm, report = optimize(gm, example_inputs, options)
         log.info("%s", report.summary())
         return new_gm, report
-    except Unsupported as e:
-        report = Report(graph_nodes=len(gm.graph.nodes), skipped=str(e))
-        log.warning("eqsat: skipped a graph of %d nodes: %s", report.graph_nodes, e)
-    except Exception as e:  # never break a compile over our own bug
-        report = Report(graph_nodes=len(gm.graph.nodes), skipped=f"internal error: {type(e).__name__}: {e}")
-        log.warning("eqsat: internal error, keeping the original graph: %s: %s", type(e).__name__, e,
-                    exc_info=log.isEnabledFor(logging.DEBUG))
-    return gm, report
+    except Exception as e:  # never break a compile over a graph we cannot improve safely
+        return gm, kept_original(e, len(gm.graph.nodes), "")
 
 
 def eqsat_backend(**options: Any) -> EqsatBackend:

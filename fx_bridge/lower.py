@@ -29,6 +29,12 @@ TERNARY_NAMES = {op.name for op in TERNARY}
 PW_DEFAULTS = {"alpha": 1, "rounding_mode": None, "inplace": False, "approximate": "none", "min": None,
                "max": None, "value": 1, "decimals": 0, "eps": None}
 
+# Ops whose result depends on their input's memory layout (storage, offset, strides), not only on
+# its values. Everything their input aliases is pinned: lowered as a unique opaque term, so no rule
+# can replace it and it is raised exactly as eager computed it.
+LAYOUT_READERS = {"as_strided", "as_strided_copy", "as_strided_scatter", "stride", "storage_offset",
+                  "data_ptr", "untyped_storage", "is_contiguous", "set_"}
+
 RANDOM_NAMES = {
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rand",
     "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "bernoulli", "multinomial",
@@ -107,6 +113,7 @@ class _Lowerer:
         self._count = 0
         self._memo: dict[str, Ref] = {}
         self.float_keys: set[str] = set()
+        self.pinned: set[torch.fx.Node] = set()
 
     # -- emitting --------------------------------------------------------------------------------
     def emit(self, term: Term, shape: Sequence[int] | None = None, dtype: str | None = None) -> Ref:
@@ -159,6 +166,7 @@ class _Lowerer:
         if any(n.op != "output" and n.users and torch_compat.node_value(n) is None for n in nodes):
             torch_compat.propagate_fake(self.gm, self.example_inputs)
         self.check_supported(nodes)
+        self.pinned = layout_pinned(nodes)
         if any(n.op == "call_function" and torch_compat.is_aten(n.target) for n in nodes):
             self.out.dialect = "aten"
         placeholder_i = 0
@@ -213,12 +221,20 @@ class _Lowerer:
 
     @staticmethod
     def is_mutation(n: torch.fx.Node) -> bool:
+        """Asked of the op's schema, not its spelling: ``operator.and_`` (``a & b``) is pure,
+        ``operator.iand``, ``Tensor.add_`` and ``aten.add_.Tensor`` write their first argument."""
         if n.kwargs.get("inplace") is True or "out" in n.kwargs:
             return True
-        if n.op == "call_function" and (n.target in INPLACE_OPERATORS or torch_compat.aten_schema_is_mutable(n.target)):
-            return True
+        if n.op == "call_function" and getattr(n.target, "__module__", None) == "_operator":
+            return n.target in INPLACE_OPERATORS
+        if n.op == "call_function" and torch_compat.is_aten(n.target):
+            return torch_compat.aten_schema_is_mutable(n.target)
         name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
-        return isinstance(name, str) and name.endswith("_") and not name.endswith("__")
+        if not isinstance(name, str):
+            return False
+        writes = torch_compat.aten_name_writes_inputs(name)
+        # A name aten does not know is judged by the in-place naming convention, to stay safe.
+        return writes if writes is not None else name.endswith("_") and not name.endswith("__")
 
     def lower_output(self, n: torch.fx.Node) -> None:
         def leaf(x):
@@ -243,6 +259,8 @@ class _Lowerer:
             return val  # static shape arithmetic: folded into its consumers
         args = map_aggregate(n.args, self.value_of)
         kwargs = map_aggregate(dict(n.kwargs), self.value_of)
+        if n in self.pinned:
+            return self.opaque(n, args, kwargs)
         if name is not None and not self.is_random(n, name):
             handler = HANDLERS.get(name)
             if handler is None and name in UNARY_NAMES | BINARY_NAMES | TERNARY_NAMES:
@@ -258,7 +276,8 @@ class _Lowerer:
             return self.values[x]
         return x
 
-    def is_random(self, n: torch.fx.Node, name: str) -> bool:
+    @staticmethod
+    def is_random(n: torch.fx.Node, name: str) -> bool:
         if name == "dropout":
             p = _arg(n.args, n.kwargs, 1, "p", 0.5)
             training = _arg(n.args, n.kwargs, 2, "training", n.op == "call_function")
@@ -290,7 +309,8 @@ class _Lowerer:
         label = target_label(n)
         effectful = (self.is_random(n, canonical_name(n) or "") or out == "none"
                      or torch_compat.aten_is_random(n.target) or label.split(".")[-1] in RANDOM_NAMES)
-        ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if effectful else "")
+        unique = effectful or n in self.pinned
+        ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if unique else "")
         key = self.out.keys.key(f"op:{label}", {"sig": ident})
         self.out.opaque.setdefault(key, OpaqueSpec(n.op, n.target, t_args, t_kwargs, out, label))
         tup = self.emit(Term("Opaque", (key, TList(tuple(tensors)))))
@@ -723,6 +743,39 @@ HANDLERS: dict[str, Callable] = {
     "baddbmm": _matmul_like("Baddbmm", 3),
     "size": _fold_size, "dim": _fold_size, "numel": _fold_size,
 }
+
+
+def layout_pinned(nodes: Sequence[torch.fx.Node]) -> set[torch.fx.Node]:
+    """Every node whose value shares storage with the input of a layout reader (``as_strided``, …),
+    walking back through views, multi-output views (split) and their bases up to the node that
+    allocated the storage (or a graph input, whose layout the caller fixes)."""
+    pinned: set[torch.fx.Node] = set()
+    for reader in nodes:
+        if reader.op not in ("call_function", "call_method") or torch_compat.op_basename(reader.target) not in LAYOUT_READERS:
+            continue
+        for src in reader.all_input_nodes:
+            key = torch_compat.storage_key(torch_compat.node_value(src))
+            stack = [src] if key is not None else []
+            while stack:
+                m = stack.pop()
+                if m in pinned or m.op not in ("call_function", "call_method"):
+                    continue
+                pinned.add(m)
+                stack.extend(a for a in m.all_input_nodes if _shares(a, key))
+    return pinned
+
+
+def _shares(n: torch.fx.Node, key: Any) -> bool:
+    leaves: list = []
+    map_aggregate(torch_compat.node_value(n), leaves.append)
+    return any(torch_compat.storage_key(v) == key for v in leaves if isinstance(v, torch.Tensor))
+
+
+def random_nodes(gm: torch.fx.GraphModule) -> set[torch.fx.Node]:
+    """Nodes that draw from the random stream (dropout in training, rand*, bernoulli, ...)."""
+    return {n for n in gm.graph.nodes if n.op in ("call_function", "call_method") and (
+        torch_compat.aten_is_random(n.target) or _Lowerer.is_random(n, canonical_name(n) or "")
+        or target_label(n).split(".")[-1] in RANDOM_NAMES)}
 
 
 def lower(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Lowered:

@@ -8,13 +8,12 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 
 from eqsat.cost import CostModel
-from eqsat.egraph import Budget, Session
+from eqsat.egraph import Session
 from eqsat.cost import ProgramCost
 from eqsat.extract import bottom_up, extract
 from eqsat.provenance import rules_used
@@ -22,12 +21,14 @@ from eqsat.rule import Rule
 from eqsat.serialized import parse
 from rules.library import select, shape_rules
 
-from . import torch_compat
 from .horizontal import horizontal_unions
-from .lower import Lowered, Unsupported, lower
+from .aliasing import alias_signature, match_aliasing
+from .lower import Lowered, Unsupported, lower, random_nodes
+from .options import Options
 from .original import original_program
-from .raising import raise_graph
+from .raising import raise_graph, refresh_fake_values
 from .report import Report
+from .validation import ValidationError, validate  # noqa: F401  (ValidationError: re-exported)
 
 log = logging.getLogger("eqsat")
 
@@ -36,40 +37,6 @@ log = logging.getLogger("eqsat")
 # normalisation first, then batch fusion, then the algebra; each family is saturated, extracted and
 # lowered again before the next, so no rewrite can enable one of an earlier family.
 GREEDY_ORDER = ("split_cat", "batch", "algebra")
-
-
-@dataclass
-class Options:
-    """Everything a user can set, as ``eqsat_backend(**options)`` or ``torch.compile(options=...)``."""
-
-    families: Sequence[str] | None = None     # None: every family
-    disabled: Sequence[str] = ()              # rule or family names switched off
-    extra_rules: Sequence[Rule] = ()          # user rules, run with the built-in ones
-    iterations: int = 8
-    max_nodes: int = 200_000
-    seconds: float = 10.0
-    max_graph_nodes: int = 50_000             # bigger graphs are skipped, not attempted
-    validate: bool = False                    # run original and optimized side by side
-    mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
-    always_raise: bool = False                # rebuild the graph even when nothing is cheaper
-    horizontal: bool = True                   # insert batch-fusion candidates (fx_bridge.horizontal)
-    inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
-    cost: CostModel | None = None             # None: the calibrated model for the inputs' device
-    ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
-    post_grad: bool = True                    # also optimize the Aten graphs (fx_bridge.post_grad)
-    post_grad_disabled: Sequence[str] = ()    # rules or families off in the Aten (post-grad) graphs only
-
-    @classmethod
-    def of(cls, options: dict | None) -> "Options":
-        options = dict(options or {})
-        unknown = set(options) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise TypeError(f"unknown eqsat options: {sorted(unknown)}")
-        return cls(**options)
-
-    @property
-    def budget(self) -> Budget:
-        return Budget(self.iterations, self.max_nodes, self.seconds)
 
 
 @contextmanager
@@ -94,21 +61,24 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     present = {r.family for r in rules}
     families = [None] if opts.mode == "saturate" else (
         [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
+    aliasing = alias_signature(gm, strict=low.dialect != "aten")  # eager's: every round keeps it
     current_gm, current_low = gm, low
     for fam in families:
         fam_rules = rules if fam is None else [r for r in rules if r.family == fam]
-        current_gm, changed = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs)
+        current_gm, changed = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs,
+                                         aliasing)
         report.changed |= changed
         if fam is not None and families[-1] != fam and changed:
             with _phase(report, "lower"):
                 current_low = lower(current_gm, example_inputs)
     if opts.validate and current_gm is not gm:
-        _validate(gm, current_gm, example_inputs, report)
+        with _phase(report, "validate"):
+            validate(gm, current_gm, example_inputs, random_nodes(gm), report, strict=low.dialect != "aten")
     return current_gm, report
 
 
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
-               example_inputs) -> tuple[torch.fx.GraphModule, bool]:
+               example_inputs, aliasing: list) -> tuple[torch.fx.GraphModule, bool]:
     cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
     with _phase(report, "build"):
         session = Session(rules, shape_rules())
@@ -146,6 +116,26 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             report.rules_used[k] = report.rules_used.get(k, 0) + v
     with _phase(report, "raise"):
         new_gm = raise_graph(low, view, ex.choice, roots, example_inputs, fx_of_enode)
+        try:
+            repair = match_aliasing(aliasing, new_gm, low.dialect)
+        except Unsupported as e:
+            report.notes.append(f"kept the input program: {e}")
+            report.cost_after, report.kernels_after = before.cost, before.kernels
+            return gm, False
+        if repair.copies or repair.views:
+            refresh_fake_values(new_gm, example_inputs, low.dialect)
+    if repair.copies:  # priced: a copy kernel each, reading and writing the output once
+        report.alias_copies += repair.copies
+        report.cost_after += cost.copy_cost(repair.copies, repair.copied_bytes)
+        report.kernels_after += repair.copies
+        if improved and report.cost_after >= before.cost * (1 - 1e-9):
+            report.notes.append(f"kept the input program: {repair.copies} output copies needed to alias "
+                                "like eager cost more than the rewrite saves")
+            report.cost_after, report.kernels_after = before.cost, before.kernels
+            report.rules_used.clear()
+            if not opts.always_raise:
+                return gm, False
+            improved = False
     return new_gm, improved
 
 
@@ -164,21 +154,3 @@ def _has_family(rules: list[Rule], family: str) -> bool:
 def _device_of(example_inputs: Sequence[Any]) -> str:
     devices = {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}
     return "cuda" if "cuda" in devices else "cpu"
-
-
-def _validate(original: torch.fx.GraphModule, optimized: torch.fx.GraphModule,
-              example_inputs: Sequence[Any], report: Report) -> None:
-    """Run both graphs on the example inputs; a mismatch raises so the caller falls back."""
-    with torch.no_grad(), torch_compat.no_dispatch_fake():
-        expected = original(*example_inputs)
-        actual = optimized(*example_inputs)
-    try:
-        torch.testing.assert_close(actual, expected, equal_nan=True)
-    except AssertionError as e:
-        report.validated = f"mismatch: {str(e).splitlines()[0]}"
-        raise ValidationError(report.validated) from None
-    report.validated = "ok"
-
-
-class ValidationError(RuntimeError):
-    pass

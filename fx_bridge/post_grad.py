@@ -30,7 +30,7 @@ import torch
 from torch.fx.node import map_arg
 
 from . import torch_compat
-from .lower import Unsupported
+from .fallback import kept_original
 from .pipeline import Options, optimize
 from .report import Report
 
@@ -39,7 +39,7 @@ log = logging.getLogger("eqsat")
 _SOURCE_DIRS = ("fx_bridge", "eqsat", "rules")
 # Options that change what the pass emits; the rest (validate, inner) do not touch Aten graphs.
 _OUTPUT_OPTIONS = ("families", "disabled", "post_grad_disabled", "iterations", "max_nodes", "seconds", "max_graph_nodes", "mode",
-                   "always_raise", "horizontal", "ilp_seconds")
+                   "always_raise", "horizontal", "ilp_seconds", "validate")
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,8 +57,7 @@ class EqsatPostGradPass(torch_compat.CustomGraphPass):
 
     def __init__(self, options: Options | None = None, then: tuple = (), reports: list[Report] | None = None):
         options = options or Options()
-        self.options = dataclasses.replace(options, validate=False,  # fake inputs only
-                                           disabled=(*options.disabled, *options.post_grad_disabled))
+        self.options = dataclasses.replace(options, disabled=(*options.disabled, *options.post_grad_disabled))
         self.then = then  # passes the user had installed, run after ours
         self.reports = reports if reports is not None else []
 
@@ -90,14 +89,8 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
             _replace_body(graph, new_gm.graph, epilogue)
         log.info("eqsat post-grad: %s", report.summary())
         return report
-    except Unsupported as e:
-        report = Report(graph_nodes=len(graph.nodes), skipped=str(e))
-        log.warning("eqsat post-grad: skipped a graph of %d nodes: %s", report.graph_nodes, e)
-    except Exception as e:  # never break a compile over our own bug
-        report = Report(graph_nodes=len(graph.nodes), skipped=f"internal error: {type(e).__name__}: {e}")
-        log.warning("eqsat post-grad: internal error, keeping the graph: %s: %s", type(e).__name__, e,
-                    exc_info=log.isEnabledFor(logging.DEBUG))
-    return report
+    except Exception as e:  # never break a compile over a graph we cannot improve safely
+        return kept_original(e, len(graph.nodes), " post-grad")
 
 
 def _functionalize_sole_use_views(graph: torch.fx.Graph) -> None:

@@ -217,10 +217,16 @@ def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[
     r.emit_all(roots)
     r.output()
     gm = torch.fx.GraphModule(low.gm, r.graph)
-    fresh = [n for n in gm.graph.nodes if "example_value" not in n.meta and n.op != "output"]
-    if fresh:
-        torch_compat.propagate_fake(gm, example_inputs)
-        for n in fresh:
-            for key in _VALUE_KEYS[low.dialect]:
-                n.meta[key] = n.meta.get("val")
+    refresh_fake_values(gm, example_inputs, low.dialect)
     return gm
+
+
+def refresh_fake_values(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str) -> None:
+    """Propagate fake values through ``gm``: every node's ``val`` comes from this one run (the
+    aliasing check compares their storages), and nodes we created also get the key their dialect's
+    compiler reads."""
+    fresh = [n for n in gm.graph.nodes if "example_value" not in n.meta and n.op != "output"]
+    torch_compat.propagate_fake(gm, example_inputs)
+    for n in fresh:
+        for key in _VALUE_KEYS[dialect]:
+            n.meta[key] = n.meta.get("val")

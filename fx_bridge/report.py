@@ -21,7 +21,11 @@ class Report:
     cost_after: float = 0.0
     kernels_before: int = 0                  # predicted by the cost model
     kernels_after: int = 0
-    validated: str = ""                      # "", "ok", or the mismatch that caused a fallback
+    validated: str = ""                      # "", "ok…", "not run: …", or the mismatch that caused a fallback
+    fallback: str = ""                       # why the original graph was kept: "skipped", "your rule/option",
+                                             # "validation mismatch" or "internal error" ("" when optimized)
+    alias_copies: int = 0                    # outputs copied so they alias as in eager (priced in cost_after)
+    notes: list[str] = field(default_factory=list)  # decisions worth knowing (kept input: why)
 
     @property
     def egraph_nodes(self) -> int:

@@ -23,12 +23,12 @@ def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> N
 
     fake_mode = _detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     with fake_mode:
-        fakes = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not _is_fake(x) else x
+        fakes = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not is_fake(x) else x
                  for x in example_inputs]
     FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
 
 
-def _is_fake(x: Any) -> bool:
+def is_fake(x: Any) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(x, FakeTensor)
@@ -84,6 +84,53 @@ def aot_backend(compiler: Callable[[torch.fx.GraphModule, Sequence[Any]], Callab
 def aten_schema_is_mutable(target: Any) -> bool:
     schema = getattr(target, "_schema", None)
     return bool(schema is not None and schema.is_mutable)
+
+
+def aten_name_writes_inputs(name: str) -> bool | None:
+    """Whether the aten op called ``name`` (``add_``, ``__iand__``, ``copy_``) writes one of its
+    positional arguments, asked of its schemas' alias annotations; ``out=`` overloads do not count
+    (an ``out`` argument is keyword-only). None when aten has no op of that name."""
+    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return None
+    schemas = [getattr(packet, ov)._schema for ov in packet.overloads()]
+    # ``aten.sort.int``/``.Tensor`` sort a Python list in place: a tensor op is judged by the
+    # overloads taking a tensor first (all of them for list ops such as ``_foreach_add_``).
+    on_tensors = [sc for sc in schemas if sc.arguments and isinstance(sc.arguments[0].type, torch.TensorType)]
+    return any(a.alias_info is not None and a.alias_info.is_write and not a.kwarg_only
+               for sc in on_tensors or schemas for a in sc.arguments)
+
+
+def op_basename(target: Any) -> str:
+    """The bare op name of a call target: ``as_strided`` for ``aten.as_strided.default``,
+    ``torch.as_strided`` and the method name ``"as_strided"`` alike."""
+    if isinstance(target, str):
+        return target
+    if is_aten(target):
+        return target._schema.name.split("::")[-1]
+    return getattr(target, "__name__", "")
+
+
+def storage_key(t: Any) -> Any:
+    """An identity for ``t``'s storage (real or fake), equal for every tensor that aliases it; None
+    for values without one (non-tensors, sparse or nested tensors)."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        return StorageWeakRef(t.untyped_storage())
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def is_layout_fresh(t: Any) -> bool:
+    """``t`` owns a storage of exactly its own size, contiguous from offset 0 (a fresh allocation)."""
+    try:
+        return (t.is_contiguous() and t.storage_offset() == 0
+                and t.untyped_storage().nbytes() == t.numel() * t.element_size())
+    except (RuntimeError, NotImplementedError):
+        return False
 
 
 def aten_functional_view(target: Any) -> Any:

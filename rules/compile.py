@@ -13,15 +13,13 @@ import json
 from eqsat.rule import Rule
 
 from . import dsl
+from .dsl import RuleError  # noqa: F401  (raised here, defined with the DSL)
 from .derived import DERIVED
 
 EGG_SORT = {dsl.TENSOR: "Tensor", dsl.INT: "i64", dsl.IVEC: "IVec", dsl.STR: "String",
             dsl.TLIST: "TList", dsl.TTUPLE: "TTuple", dsl.DTYPE: "String"}
 CTORS = {sig.ctor for sig in dsl.SIGNATURES.values()} | {"Get"}
 
-
-class RuleError(ValueError):
-    """A malformed rule, refused before it reaches the e-graph."""
 
 
 def variables(t, out: dict | None = None) -> dict:

@@ -17,6 +17,10 @@ from typing import Callable, Iterable
 
 from eqsat import ops
 
+class RuleError(ValueError):
+    """A malformed rule, refused before it reaches the e-graph."""
+
+
 # Sorts of DSL terms (egglog sorts, plus DTYPE for the dtype analysis' strings).
 TENSOR, INT, IVEC, STR, TLIST, TTUPLE, DTYPE = "Tensor", "i64", "IVec", "String", "TList", "TTuple", "Dtype"
 
@@ -394,8 +398,15 @@ class DslRule:
     bidirectional: bool = False
 
     def __post_init__(self):
-        if self.lhs.sort != TENSOR or self.rhs.sort != TENSOR:
-            raise TypeError(f"rule {self.name!r}: pattern and replacement must be tensors")
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise RuleError(f"rule name {self.name!r} must be an identifier")
+        for side, t in (("pattern", self.lhs), ("replacement", self.rhs)):
+            if not isinstance(t, Term) or t.sort != TENSOR:
+                raise RuleError(f"rule {self.name!r}: the {side} must be a tensor term, got {t!r}")
+        bad = [g for g in self.when if not isinstance(g, Guard)]
+        if bad:
+            raise RuleError(f"rule {self.name!r}: when=[...] takes DSL comparisons such as "
+                            f"`x.shape[d] == 4`, got {bad[0]!r}")
         if not self.doc:
             arrow = " <=> " if self.bidirectional else " => "
             from .pretty import show_guard

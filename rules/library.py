@@ -37,25 +37,47 @@ def builtin_rules() -> list[Rule]:
     return list(_builtin())
 
 
-def validate(rule: Rule | DslRule) -> Rule:
+def validate(rule: Rule | DslRule, check: bool = True) -> Rule:
     """The rule as the engine runs it, or ``RuleError`` naming the rule and what is wrong with it:
-    an unbound variable, egglog that does not compile, or (DSL rules, on sampled instances) a
-    replacement whose shape or dtype differs from the pattern's."""
+    not a rule, an unbound variable, egglog that does not compile, or (DSL rules, unless
+    ``check=False``) a counterexample from ``rules.check`` on random admitted instances: a
+    replacement whose shape, dtype or values differ from the pattern's."""
     if isinstance(rule, DslRule):
         compiled = rule.compile()
-        from .checker import check  # torch only when a rule is actually checked
-        res = check(rule, want=8, tries=200, values=False)
-        if not res.ok:
-            raise RuleError(res.problems[0])
+        if check:
+            from .checker import check as run_check  # torch only when a rule is actually checked
+            res = run_check(rule)
+            if not res.ok:
+                raise RuleError(f"{res.problems[0]} (pass check=False to register it unchecked)")
         rule = compiled
     if not isinstance(rule, Rule):
-        raise TypeError(f"not a rule: {rule!r}")
+        raise RuleError(f"not a rule: {rule!r} (write one with rules.dsl.rewrite)")
+    _compiles(rule)
+    return rule
+
+
+@lru_cache(maxsize=256)
+def _compiles(rule: Rule) -> None:
     from eqsat.egraph import EGraphError, Session
     try:
         Session([rule], shape_rules())
     except EGraphError as e:
         raise RuleError(str(e)) from None
-    return rule
+
+
+def validate_user_rules(rules: Iterable[Rule | DslRule], check: bool = True) -> tuple[Rule, ...]:
+    """User rules validated together: each one valid, no two with one name, none named like a
+    built-in rule or family (a user rule could otherwise switch a built-in off or shadow it)."""
+    taken = {r.name for r in all_rules()} | {r.family for r in all_rules()}
+    out = []
+    for r in _flatten(rules):
+        name = getattr(r, "name", None)
+        if name in taken:
+            raise RuleError(f"rule name {name!r} is already taken by a built-in or registered rule or family")
+        if name is not None:
+            taken.add(name)
+        out.append(validate(r, check))
+    return tuple(out)
 
 
 def _flatten(items) -> list:
@@ -72,17 +94,11 @@ def _flatten(items) -> list:
     return out
 
 
-def register(*rules: Rule | DslRule | types.ModuleType) -> None:
+def register(*rules: Rule | DslRule | types.ModuleType, check: bool = True) -> None:
     """Add user rules (or every rule of a module: its ``RULES`` list, else its top-level rules);
-    they run with the built-in ones in every later compile and report firings under their names."""
-    names = {r.name for r in all_rules()}
-    checked = []
-    for r in _flatten(rules):
-        if r.name in names:
-            raise RuleError(f"rule {r.name!r} is already registered")
-        names.add(r.name)
-        checked.append(validate(r))
-    _USER_RULES.extend(checked)
+    they run with the built-in ones in every later compile and report firings under their names.
+    Each is checked first (``validate``); ``check=False`` skips the numerical check."""
+    _USER_RULES.extend(validate_user_rules(rules, check))
 
 
 def unregister(*names: str) -> None:
@@ -95,16 +111,23 @@ def all_rules() -> list[Rule]:
 
 
 def select(families: Iterable[str] | None = None, disabled: Iterable[str] = (),
-           extra: Iterable[Rule | DslRule] = ()) -> list[Rule]:
-    """Rules to run: all (or the named families), minus rules or families named in ``disabled``."""
+           extra: Iterable[Rule] = ()) -> list[Rule]:
+    """Rules to run: all (or the named families), minus rules or families named in ``disabled``;
+    ``extra`` are user rules already validated (``validate_user_rules``)."""
     off = set(disabled)
     fams = set(families) if families is not None else None
-    extra = [validate(r) if isinstance(r, DslRule) else r for r in extra]
+    extra = list(extra)
     if fams is not None:
         fams |= {r.family for r in extra}  # rules passed explicitly always run
     rules = all_rules() + extra
     return [r for r in rules
             if r.name not in off and r.family not in off and (fams is None or r.family in fams)]
+
+
+def known_names(extra: Iterable[Rule] = ()) -> tuple[set[str], set[str]]:
+    """(rule names, family names) a user may name in ``families`` / ``disabled``."""
+    rules = all_rules() + list(extra)
+    return {r.name for r in rules}, {r.family for r in rules}
 
 
 def shape_rules() -> list[Rule]:

@@ -4,6 +4,7 @@ import logging
 
 import pytest
 import torch
+from rules.dsl import relu, rewrite, tensor
 
 from bench.models import NEEDS_TRANSFORMERS, REGISTRY
 from fx_bridge import post_grad
@@ -81,10 +82,14 @@ def test_failure_leaves_the_graph_untouched(monkeypatch, eqsat_log):
     assert "internal error" in report.skipped and "boom" in eqsat_log.text
 
 
+x = tensor("x")
+
+
 def test_uuid_is_stable_and_tracks_options():
     a, b = EqsatPostGradPass(Options()), EqsatPostGradPass(Options())
     assert a.uuid() == b.uuid() and isinstance(a.uuid(), str)
     assert EqsatPostGradPass(Options(disabled=["algebra"])).uuid() != a.uuid()
-    assert EqsatPostGradPass(Options(validate=True)).uuid() == a.uuid()  # validation never runs post-grad
-    assert EqsatPostGradPass(Options(extra_rules=[object()])).uuid() is None  # cannot fingerprint: no cache
+    assert EqsatPostGradPass(Options(validate=True)).uuid() != a.uuid()  # a mismatch keeps the graph
+    user = rewrite("relu_relu_user", relu(relu(x)), relu(x))
+    assert EqsatPostGradPass(Options(extra_rules=[user])).uuid() is None  # cannot fingerprint: no cache
 

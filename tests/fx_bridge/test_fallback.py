@@ -1,8 +1,10 @@
 """The backend never breaks a compile: failures of ours fall back to the original graph."""
+import pytest
 import torch
 
 from eqsat.rule import Rule
 from fx_bridge import eqsat_backend
+from rules import RuleError
 
 
 def _f(x):
@@ -13,12 +15,24 @@ BROKEN = Rule("broken", "algebra", "refers to a constructor that does not exist"
               ("(rewrite (NoSuchOp x) x)",))
 
 
-def test_broken_rule_falls_back_with_a_warning(eqsat_log):
+def test_broken_rule_is_refused_when_the_backend_is_built():
+    with pytest.raises(RuleError, match="broken"):
+        eqsat_backend(extra_rules=[BROKEN], inner="eager")
+
+
+def test_internal_error_falls_back_with_a_warning(eqsat_log, monkeypatch):
+    from fx_bridge import pipeline
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("broken extractor")
+
+    monkeypatch.setattr(pipeline, "extract", broken)
     x = torch.randn(4, 8)
-    backend = eqsat_backend(extra_rules=[BROKEN], inner="eager")
+    backend = eqsat_backend(inner="eager")
     out = torch.compile(_f, backend=backend)(x)
     torch.testing.assert_close(out, _f(x))
     assert "internal error" in backend.reports[0].skipped and "broken" in backend.reports[0].skipped
+    assert backend.reports[0].fallback == "internal error"
     assert any("keeping the original graph" in r.message for r in eqsat_log.records)
 
 

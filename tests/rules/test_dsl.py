@@ -71,7 +71,7 @@ def test_register_a_module_and_see_it_listed(capsys):
     try:
         assert "my_narrow_unary" in {r.name for r in rules.select()}
         assert "my_narrow_unary" not in {r.name for r in rules.select(disabled=["my_narrow_unary"])}
-        with pytest.raises(RuleError, match="already registered"):
+        with pytest.raises(RuleError, match="already taken"):
             rules.register(mod)
         assert main(["list"]) == 0
         out = capsys.readouterr().out

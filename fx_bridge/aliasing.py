@@ -1,0 +1,156 @@
+"""Outputs alias exactly as in eager: a program is values *and* which tensors share memory.
+
+Rules are true as values, so ``cat(x.split(5, 1), 1)`` may be extracted as ``x`` itself; eager returns
+a fresh tensor there, and a caller that mutates the output would then change its input. For every
+output leaf we read, from the fake values the graph carries (Dynamo's ``example_value``, AOT's
+``val``), whether it shares storage with a graph input or with an earlier output, and whether it *is*
+that node. The optimized graph must agree: where it aliases and eager did not, the output gets a copy
+(``clone``, which the caller prices); where eager returned a distinct view and ours is the very same
+node, a fresh view (``view_as`` / ``aten.alias``); anything else cannot be repaired and is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.fx.node import map_aggregate
+
+from . import torch_compat
+from .lower import Unsupported
+
+
+@dataclass(frozen=True)
+class LeafAlias:
+    """How one output leaf aliases: the inputs and earlier outputs whose storage it shares, and which
+    of those it is identical to (the same FX node)."""
+
+    inputs: frozenset[int]
+    outputs: frozenset[int]
+    same_node_as: frozenset[str]  # "in3" / "out1": the leaf is that very node
+
+    @property
+    def fresh(self) -> bool:
+        return not self.inputs and not self.outputs
+
+
+def _value(n: torch.fx.Node, key: str | None) -> Any:
+    return n.meta.get(key) if key else torch_compat.node_value(n)
+
+
+def output_leaves(gm: torch.fx.GraphModule) -> list[Any]:
+    """The output's leaves in order (FX nodes, or constants)."""
+    out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    leaves: list[Any] = []
+    map_aggregate(out.args[0], leaves.append)
+    return leaves
+
+
+def alias_signature(gm: torch.fx.GraphModule, key: str | None = None,
+                    strict: bool = True) -> list[LeafAlias | None]:
+    """One ``LeafAlias`` per output leaf (None for non-tensor leaves); fake values read from
+    ``meta[key]``, or the recorded value when ``key`` is None. Outputs alias each other when they
+    share a storage (``strict``) or only when their memory ranges overlap in it: the post-grad pass
+    uses the latter, since a forward graph's saved activations may well be disjoint slices of one
+    batched buffer (nothing outside the graph can tell), while its inputs are always strict."""
+    sources = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]
+    source_keys = [torch_compat.storage_key(_value(n, key)) for n in sources]
+    leaves = output_leaves(gm)
+    vals = [_value(x, key) if isinstance(x, torch.fx.Node) else None for x in leaves]
+    leaf_keys = [torch_compat.storage_key(v) for v in vals]
+    sig: list[LeafAlias | None] = []
+    for i, (leaf, k) in enumerate(zip(leaves, leaf_keys)):
+        if k is None:
+            sig.append(None)
+            continue
+        ins = frozenset(j for j, sk in enumerate(source_keys) if sk is not None and sk == k)
+        outs = frozenset(j for j in range(i) if leaf_keys[j] is not None and leaf_keys[j] == k
+                         and (strict or _overlap(vals[i], vals[j])))
+        same = {f"in{j}" for j in ins if sources[j] is leaf} | {f"out{j}" for j in outs if leaves[j] is leaf}
+        sig.append(LeafAlias(ins, outs, frozenset(same)))
+    return sig
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The element ranges two tensors of one storage span intersect (conservative for strides)."""
+    def span(t):
+        if t.numel() == 0:
+            return 0, 0
+        first = t.storage_offset()
+        return first, first + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride())) + 1
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
+
+
+@dataclass
+class Repair:
+    copies: int = 0          # outputs that now get a clone
+    copied_bytes: int = 0    # their size
+    views: int = 0           # outputs that now get a fresh view of themselves
+
+
+def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, dialect: str) -> Repair:
+    """Make ``gm``'s outputs alias as ``original`` says (``gm`` carries fresh fake values in
+    ``meta['val']``); raises :class:`Unsupported` where no copy or view can restore it. Pre-grad
+    (``torch``) graphs compare storages strictly, post-grad (``aten``) ones by overlap."""
+    new = alias_signature(gm, "val", strict=dialect != "aten")
+    leaves = output_leaves(gm)
+    if len(new) != len(original):
+        raise Unsupported("optimized graph has a different output structure")
+    repair = Repair()
+    replace: dict[int, torch.fx.Node] = {}
+    out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    for i, (want, got) in enumerate(zip(original, new)):
+        if want is None or got is None or want == got:
+            continue
+        leaf = leaves[i]
+        with gm.graph.inserting_before(out_node):
+            if want.fresh:
+                replace[i] = _clone(gm.graph, leaf, dialect)
+                val = leaf.meta["val"]
+                repair.copies += 1
+                repair.copied_bytes += val.numel() * val.element_size()
+            elif (want.inputs, want.outputs) == (got.inputs, got.outputs) and want.same_node_as < got.same_node_as:
+                replace[i] = _fresh_view(gm.graph, leaf, dialect)
+                repair.views += 1
+            else:
+                raise Unsupported(f"output {i} would alias {_describe(got)} where eager's aliases {_describe(want)}")
+    if replace:
+        it = iter(range(len(leaves)))
+        out_node.args = (map_aggregate(out_node.args[0], lambda x: replace.get(next(it), x)),)
+        gm.recompile()
+    return repair
+
+
+def _clone(graph: torch.fx.Graph, x: torch.fx.Node, dialect: str) -> torch.fx.Node:
+    if dialect == "aten":
+        return graph.call_function(torch.ops.aten.clone.default, (x,))
+    return graph.call_function(torch.clone, (x,))
+
+
+def _fresh_view(graph: torch.fx.Graph, x: torch.fx.Node, dialect: str) -> torch.fx.Node:
+    if dialect == "aten":
+        return graph.call_function(torch.ops.aten.alias.default, (x,))
+    return graph.call_method("view_as", (x, x))
+
+
+def _describe(a: LeafAlias) -> str:
+    parts = [f"input {j}" for j in sorted(a.inputs)] + [f"output {j}" for j in sorted(a.outputs)]
+    return ", ".join(parts) or "nothing"
+
+
+def real_signature(inputs: list[Any], outputs: list[Any], strict: bool = True) -> list[tuple | None]:
+    """The same signature for real tensors after a run (validation compares eager's and ours)."""
+    in_keys = [torch_compat.storage_key(x) for x in inputs]
+    out_keys = [torch_compat.storage_key(x) for x in outputs]
+    sig: list[tuple | None] = []
+    for i, (x, k) in enumerate(zip(outputs, out_keys)):
+        if k is None:
+            sig.append(None)
+            continue
+        sig.append((frozenset(j for j, ik in enumerate(in_keys) if ik is not None and ik == k),
+                    frozenset(j for j in range(i) if out_keys[j] is not None and out_keys[j] == k
+                              and (strict or _overlap(x, outputs[j]))),
+                    frozenset(f"in{j}" for j, y in enumerate(inputs) if y is x)
+                    | frozenset(f"out{j}" for j, y in enumerate(outputs[:i]) if y is x)))
+    return sig

@@ -1,0 +1,121 @@
+"""What a user can set, checked when it is set: a wrong option or rule fails loudly at
+``eqsat_backend(...)`` (or, through ``torch.compile(options=...)``, at the first compile) with the
+offending name and the valid choices, instead of silently changing what the optimizer does.
+"""
+from __future__ import annotations
+
+import difflib
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any, Sequence
+
+from eqsat.cost import CostModel
+from eqsat.egraph import Budget
+
+MODES = ("saturate", "greedy")
+INNER = ("inductor", "eager")
+
+
+class OptionError(ValueError):
+    """An option the user set is unknown, of the wrong type, or out of range."""
+
+
+@dataclass
+class Options:
+    """Everything a user can set, as ``eqsat_backend(**options)`` or ``torch.compile(options=...)``."""
+
+    families: Sequence[str] | None = None     # None: every family
+    disabled: Sequence[str] = ()              # rule or family names switched off
+    extra_rules: Sequence[Any] = ()           # user rules (DSL or Rule), run with the built-in ones
+    check: bool = True                        # check user rules numerically before accepting them
+    iterations: int = 8
+    max_nodes: int = 200_000
+    seconds: float = 10.0
+    max_graph_nodes: int = 50_000             # bigger graphs are skipped, not attempted
+    validate: bool = False                    # run original and optimized side by side (every pass)
+    mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
+    always_raise: bool = False                # rebuild the graph even when nothing is cheaper
+    horizontal: bool = True                   # insert batch-fusion candidates (fx_bridge.horizontal)
+    inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
+    cost: CostModel | None = None             # None: the calibrated model for the inputs' device
+    ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
+    post_grad: bool = True                    # also optimize the Aten graphs (fx_bridge.post_grad)
+    post_grad_disabled: Sequence[str] = ()    # rules or families off in the Aten (post-grad) graphs only
+
+    def __post_init__(self):
+        from rules.library import known_names, validate_user_rules
+
+        for name in ("check", "validate", "always_raise", "horizontal", "post_grad"):
+            _need(name, getattr(self, name), bool, "True or False")
+        for name in ("iterations", "max_nodes", "max_graph_nodes"):
+            _need(name, getattr(self, name), numbers.Integral, "a positive int")
+            if getattr(self, name) < 1:
+                raise OptionError(f"eqsat option {name}={getattr(self, name)!r}: must be a positive int")
+        for name in ("seconds", "ilp_seconds"):
+            _need(name, getattr(self, name), numbers.Real, "a positive number of seconds")
+            if not getattr(self, name) > 0:
+                raise OptionError(f"eqsat option {name}={getattr(self, name)!r}: must be > 0 seconds")
+        _choice("mode", self.mode, MODES)
+        _choice("inner", self.inner, INNER)
+        if self.cost is not None and not isinstance(self.cost, CostModel):
+            raise TypeError(f"eqsat option cost={self.cost!r}: must be an eqsat.cost.CostModel or None")
+        # DSL rules come back compiled, so rebuilding Options (``dataclasses.replace``) is cheap.
+        self.extra_rules = validate_user_rules(_names_list("extra_rules", self.extra_rules, element=None),
+                                               self.check)
+        rule_names, families = known_names(self.extra_rules)
+        if self.families is not None:
+            self.families = _names_list("families", self.families)
+            for f in self.families:
+                _known("families", f, families)
+        for name in ("disabled", "post_grad_disabled"):
+            names = _names_list(name, getattr(self, name))
+            for n in names:
+                _known(name, n, rule_names | families)
+            setattr(self, name, names)
+
+    @classmethod
+    def of(cls, options: dict | None) -> "Options":
+        options = dict(options or {})
+        valid = [f.name for f in fields(cls)]
+        for k in options:
+            if k not in valid:
+                raise OptionError(f"unknown eqsat option {k!r}{_did_you_mean(k, valid)}; valid options: "
+                                  f"{', '.join(valid)}")
+        return cls(**options)
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(self.iterations, self.max_nodes, self.seconds)
+
+
+def _need(name: str, value: Any, kind: type, what: str) -> None:
+    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+        raise TypeError(f"eqsat option {name}={value!r}: must be {what}")
+
+
+def _choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise OptionError(f"eqsat option {name}={value!r}: must be one of {', '.join(map(repr, choices))}")
+
+
+def _names_list(name: str, value: Any, element: type | None = str) -> tuple:
+    """A list/tuple/set of names; a bare string would be read as its characters, so it is refused."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise TypeError(f"eqsat option {name}={value!r}: must be a list, e.g. {name}=[{value!r}]"
+                        if isinstance(value, str) else f"eqsat option {name}={value!r}: must be a list")
+    if element is not None:
+        for v in value:
+            if not isinstance(v, element):
+                raise TypeError(f"eqsat option {name}: {v!r} is not a name")
+    return tuple(value)
+
+
+def _known(option: str, name: str, valid: set[str]) -> None:
+    if name not in valid:
+        raise OptionError(f"eqsat option {option}: unknown rule or family {name!r}{_did_you_mean(name, valid)}"
+                          f"; valid: {', '.join(sorted(valid))}")
+
+
+def _did_you_mean(name: str, valid) -> str:
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -49,12 +49,10 @@ def _encode(value, tensors: list, ints: list, floats: list):
     if isinstance(value, torch.Tensor):
         tensors.append(value.detach().clone())
         return _TensorSlot
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):  # also a SymInt under Dynamo, which reports it as int
+    if type(value) is int:  # also a SymInt under Dynamo, which reports it as int (not bools or IntEnums)
         ints.append(value)
         return _IntSlot
-    if isinstance(value, float):
+    if type(value) is float:
         floats.append(value)
         return _FloatSlot
     if type(value) is torch.Size:

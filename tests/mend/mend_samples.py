@@ -1,5 +1,6 @@
 """Small functions with known graph breaks (the mender reads this file's source)."""
 
+import enum
 import logging
 import warnings
 
@@ -211,3 +212,13 @@ def count_as_size(x):
     y = x * 2
     n = (y > 0).sum().item()
     return y.new_zeros(n) + 1, y * 3
+
+
+class Mode(enum.IntEnum):
+    FAST = 1
+
+
+def print_mixed_args(x):
+    y = x * 2
+    print("mode", [Mode.FAST], True, 3, 2.5, None, y.shape, [y.sum()], {"k": y})
+    return y + 1

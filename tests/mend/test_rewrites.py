@@ -365,3 +365,17 @@ def test_count_used_as_a_size_gets_a_measured_config_suggestion(mended):
     assert report.after.breaks == report.before.breaks == 1
     assert report.suggestion.startswith("torch._dynamo.config.capture_scalar_outputs")
     assert report.suggestion.endswith("breaks 1 -> 0, outputs bit-identical")
+
+
+def test_in_graph_print_reproduces_every_argument_kind(mended):
+    """Enums, bools, None, numbers, sizes and nested containers print exactly as eagerly."""
+    x = torch.arange(3.0)
+    with contextlib.redirect_stdout(io.StringIO()) as eager:
+        s.print_mixed_args(x)
+    report = mended(s.print_mixed_args, x)
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    torch._dynamo.reset()
+    f = torch.compile(s.print_mixed_args, backend="eager")
+    with contextlib.redirect_stdout(io.StringIO()) as compiled:
+        f(x)
+    assert compiled.getvalue() == eager.getvalue()

@@ -17,6 +17,8 @@ import warnings
 import torch
 from torch.fx.node import has_side_effect
 
+from fx_bridge.mend import dynamo_compat
+
 
 class _TensorSlot:
     """Template marker: the next tensor argument of the op."""
@@ -126,7 +128,8 @@ def _emit_fake(tensors, ints, floats, site) -> None:
     return None
 
 
-has_side_effect(torch.ops.mend.emit.default)
+has_side_effect(torch.ops.mend.emit.default)  # FX dead-code elimination keeps it
+dynamo_compat.mark_ordered_effect(_emit_op)  # AOTAutograd threads an effect token: passes keep program order
 
 
 def emit_in_graph(head: tuple, args: tuple, kwargs: dict) -> None:
@@ -135,4 +138,8 @@ def emit_in_graph(head: tuple, args: tuple, kwargs: dict) -> None:
     ints: list = []
     floats: list = []
     template = _encode((args, kwargs), tensors, ints, floats)
-    torch.ops.mend.emit(tensors, ints, floats, _register((head, template)))
+    # An op reading no buffer lets Inductor (2.13, CPU) fuse a kernel from before it with one after it while
+    # freeing that kernel's buffers at the op: `UnboundLocalError: buf44` (PLBart fp16). An empty
+    # tensor made here gives the op a producer to be scheduled after.
+    anchor = torch.empty(0)  # no kernel, only an allocation
+    torch.ops.mend.emit(tensors + [anchor], ints, floats, _register((head, template)))

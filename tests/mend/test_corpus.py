@@ -63,3 +63,20 @@ def test_graphmend_models_removal_share_does_not_regress():
     after = sum(r.after.breaks for r in reports)
     assert all(r.outputs_equal for r in reports)
     assert (before - after) / before >= 0.69, (before, after)
+
+
+@pytest.mark.slow
+def test_mended_model_compiles_with_inductor():
+    """PLBart fp16 mended ([Where] + an in-graph logger call that reads no tensor) through Inductor."""
+    model, kwargs = corpus.build("plbart-fp16")
+    with torch.no_grad():
+        expected = model(**kwargs)
+        report = mend(model, (), kwargs, explain=False)
+        try:
+            torch._dynamo.reset()
+            out = torch.compile(model)(**kwargs)
+        finally:
+            report.patch.undo()
+            torch._dynamo.reset()
+    assert report.after.breaks == 0
+    torch.testing.assert_close(out.logits, expected.logits, rtol=2e-2, atol=2e-2)

@@ -109,6 +109,12 @@ def _drop_fallbacks(detection: Detection, decisions: list[Decision]) -> bool:
                 d.rule, d.reason = None, (f"{d.rule} fell back at trace time: values differ in shape/dtype/"
                                           "device, or the condition is not a 1-element tensor")
                 dropped = True
+    for d in decisions:  # an [Item] rewrite and the ifs it feeds stand or fall together
+        group = [d] + d.companions
+        if d.companions and any(g.rule is None for g in group):
+            for g in group:
+                if g.rule:
+                    g.rule, g.reason = None, "a rewrite it stands or falls with fell back at trace time"
     return dropped
 
 

@@ -222,3 +222,13 @@ def print_mixed_args(x):
     y = x * 2
     print("mode", [Mode.FAST], True, 3, 2.5, None, y.shape, [y.sum()], {"k": y})
     return y + 1
+
+
+def item_shapes(x):
+    y = x * 2
+    flag = (y > 0).any().item()
+    if flag:
+        z = y.sum()
+    else:
+        z = y
+    return z + 1

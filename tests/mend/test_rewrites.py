@@ -379,3 +379,11 @@ def test_in_graph_print_reproduces_every_argument_kind(mended):
     with contextlib.redirect_stdout(io.StringIO()) as compiled:
         f(x)
     assert compiled.getvalue() == eager.getvalue()
+
+
+def test_item_rewrite_falls_with_the_if_it_feeds(mended):
+    """The if's values differ in shape, so its select falls back at trace time; the [Item] rewrite goes too."""
+    report = mended(s.item_shapes, torch.ones(3))
+    assert [d.rule for d in report.decisions] == [None, None]
+    assert "stands or falls" in report.decisions[0].reason and "fell back" in report.decisions[1].reason
+    assert report.after.breaks == report.before.breaks == 1 and report.outputs_equal

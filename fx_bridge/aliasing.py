@@ -47,12 +47,13 @@ def output_leaves(gm: torch.fx.GraphModule) -> list[Any]:
 
 
 def alias_signature(gm: torch.fx.GraphModule, key: str | None = None,
-                    strict: bool = True) -> list[LeafAlias | None]:
+                    strict_outputs: int | None = None) -> list[LeafAlias | None]:
     """One ``LeafAlias`` per output leaf (None for non-tensor leaves); fake values read from
-    ``meta[key]``, or the recorded value when ``key`` is None. Outputs alias each other when they
-    share a storage (``strict``) or only when their memory ranges overlap in it: the post-grad pass
-    uses the latter, since a forward graph's saved activations may well be disjoint slices of one
-    batched buffer (nothing outside the graph can tell), while its inputs are always strict."""
+    ``meta[key]``, or the recorded value when ``key`` is None. Sharing a storage with an input
+    always counts. Two outputs alias when they share a storage if both are among the first
+    ``strict_outputs`` (None: all), the ones the user sees; otherwise only when their memory
+    ranges overlap: activations an AOT forward graph saves for its backward, and gradients, may be
+    disjoint slices of one batched buffer (batch fusions write them so)."""
     sources = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]
     source_keys = [torch_compat.storage_key(_value(n, key)) for n in sources]
     leaves = output_leaves(gm)
@@ -65,10 +66,14 @@ def alias_signature(gm: torch.fx.GraphModule, key: str | None = None,
             continue
         ins = frozenset(j for j, sk in enumerate(source_keys) if sk is not None and sk == k)
         outs = frozenset(j for j in range(i) if leaf_keys[j] is not None and leaf_keys[j] == k
-                         and (strict or _overlap(vals[i], vals[j])))
+                         and (_strict(i, j, strict_outputs) or _overlap(vals[i], vals[j])))
         same = {f"in{j}" for j in ins if sources[j] is leaf} | {f"out{j}" for j in outs if leaves[j] is leaf}
         sig.append(LeafAlias(ins, outs, frozenset(same)))
     return sig
+
+
+def _strict(i: int, j: int, strict_outputs: int | None) -> bool:
+    return strict_outputs is None or max(i, j) < strict_outputs
 
 
 def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -89,11 +94,11 @@ class Repair:
     views: int = 0           # outputs that now get a fresh view of themselves
 
 
-def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, dialect: str) -> Repair:
+def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, dialect: str,
+                   strict_outputs: int | None = None) -> Repair:
     """Make ``gm``'s outputs alias as ``original`` says (``gm`` carries fresh fake values in
-    ``meta['val']``); raises :class:`Unsupported` where no copy or view can restore it. Pre-grad
-    (``torch``) graphs compare storages strictly, post-grad (``aten``) ones by overlap."""
-    new = alias_signature(gm, "val", strict=dialect != "aten")
+    ``meta['val']``); raises :class:`Unsupported` where no copy or view can restore it."""
+    new = alias_signature(gm, "val", strict_outputs)
     leaves = output_leaves(gm)
     if len(new) != len(original):
         raise Unsupported("optimized graph has a different output structure")
@@ -139,7 +144,7 @@ def _describe(a: LeafAlias) -> str:
     return ", ".join(parts) or "nothing"
 
 
-def real_signature(inputs: list[Any], outputs: list[Any], strict: bool = True) -> list[tuple | None]:
+def real_signature(inputs: list[Any], outputs: list[Any], strict_outputs: int | None = None) -> list[tuple | None]:
     """The same signature for real tensors after a run (validation compares eager's and ours)."""
     in_keys = [torch_compat.storage_key(x) for x in inputs]
     out_keys = [torch_compat.storage_key(x) for x in outputs]
@@ -150,7 +155,7 @@ def real_signature(inputs: list[Any], outputs: list[Any], strict: bool = True) -
             continue
         sig.append((frozenset(j for j, ik in enumerate(in_keys) if ik is not None and ik == k),
                     frozenset(j for j in range(i) if out_keys[j] is not None and out_keys[j] == k
-                              and (strict or _overlap(x, outputs[j]))),
+                              and (_strict(i, j, strict_outputs) or _overlap(x, outputs[j]))),
                     frozenset(f"in{j}" for j, y in enumerate(inputs) if y is x)
                     | frozenset(f"out{j}" for j, y in enumerate(outputs[:i]) if y is x)))
     return sig

@@ -242,7 +242,7 @@ class _Lowerer:
                 v = self.values[x]
                 if isinstance(v, TupleVal):
                     v = tuple(v.piece(i) for i in range(v.n))
-                    self.out.roots.extend(r.let for r in v)
+                    self.out.roots.extend(r.let for r in v if isinstance(r, Ref))
                 elif isinstance(v, Ref):
                     self.out.roots.append(v.let)
                 return v
@@ -258,7 +258,11 @@ class _Lowerer:
                 "size", "dim", "numel", "add", "sub", "mul", "floor_divide", "getitem", "div"):
             return val  # static shape arithmetic: folded into its consumers
         args = map_aggregate(n.args, self.value_of)
-        kwargs = map_aggregate(dict(n.kwargs), self.value_of)
+        kwargs = dict(map_aggregate(dict(n.kwargs), self.value_of))
+        if not args:  # torch.split(tensor=x, ...), torch.unbind(input=x): the tensor goes first
+            first = next((k for k in ("input", "tensor", "self") if k in kwargs), None)
+            if first is not None:
+                args = (kwargs.pop(first),)
         if n in self.pinned:
             return self.opaque(n, args, kwargs)
         if name is not None and not self.is_random(n, name):
@@ -300,8 +304,9 @@ class _Lowerer:
         t_kwargs = map_aggregate(kwargs, slot)
         if isinstance(val, torch.Tensor):
             out = "tensor"
-        elif isinstance(val, (tuple, list)) and val and all(isinstance(v, torch.Tensor) for v in val):
-            out = "tuple"
+        elif isinstance(val, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in val) and all(
+                isinstance(v, torch.Tensor) or _static_scalar(v) for v in val):
+            out = "tuple"  # native_layer_norm_backward's None grads, SDPA's int seeds: constants
         elif val is None and not n.users:
             out = "none"
         else:
@@ -321,8 +326,17 @@ class _Lowerer:
             return self.emit(Term("Get", (tup, 0)))
         if out == "tuple":
             k = len(val)
-            return TupleVal(lambda i: self.emit(Term("Get", (tup, _norm_dim(i, k)))), k, tup)
+
+            def piece(i: int) -> Any:
+                i = _norm_dim(i, k)
+                return self.emit(Term("Get", (tup, i))) if isinstance(val[i], torch.Tensor) else val[i]
+
+            return TupleVal(piece, k, tup)
         return None
+
+
+def _static_scalar(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float, bool)) and not torch_compat.is_symbolic(v))
 
 
 def _arg(args: Sequence, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
@@ -604,18 +618,16 @@ def _split(lw, n, name, args, kwargs):
 
 def _tensor_list(lw, xs: Any) -> list[Ref] | None:
     if isinstance(xs, TupleVal):
-        return [xs.piece(i) for i in range(xs.n)]
+        xs = [xs]
     if not isinstance(xs, (list, tuple)):
         return None
-    out: list[Ref] = []
+    out: list = []
     for x in xs:
         if isinstance(x, TupleVal):
             out.extend(x.piece(i) for i in range(x.n))
-        elif isinstance(x, Ref):
-            out.append(x)
         else:
-            return None
-    return out
+            out.append(x)
+    return out if all(isinstance(x, Ref) for x in out) else None
 
 
 def _cat(lw, n, name, args, kwargs):

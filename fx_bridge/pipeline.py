@@ -23,6 +23,7 @@ from rules.library import select, shape_rules
 
 from .horizontal import horizontal_unions
 from .aliasing import alias_signature, match_aliasing
+from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
 from .original import original_program
@@ -49,36 +50,43 @@ def _phase(report: Report, name: str):
 
 
 def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
-             options: Options | dict | None = None) -> tuple[torch.fx.GraphModule, Report]:
-    """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone."""
+             options: Options | dict | None = None,
+             user_outputs: int | None = None) -> tuple[torch.fx.GraphModule, Report]:
+    """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
+    ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
+    which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``)."""
     opts = options if isinstance(options, Options) else Options.of(options)
     report = Report(graph_nodes=len(gm.graph.nodes))
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
     rules = select(opts.families, opts.disabled, opts.extra_rules)
+    original = gm
     with _phase(report, "lower"):
+        gm = functionalize_intermediates(gm, example_inputs)
         low = lower(gm, example_inputs)
     present = {r.family for r in rules}
     families = [None] if opts.mode == "saturate" else (
         [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
-    aliasing = alias_signature(gm, strict=low.dialect != "aten")  # eager's: every round keeps it
+    aliasing = alias_signature(gm, strict_outputs=user_outputs)  # eager's: every round keeps it
     current_gm, current_low = gm, low
     for fam in families:
         fam_rules = rules if fam is None else [r for r in rules if r.family == fam]
         current_gm, changed = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs,
-                                         aliasing)
+                                         aliasing, user_outputs)
         report.changed |= changed
         if fam is not None and families[-1] != fam and changed:
             with _phase(report, "lower"):
                 current_low = lower(current_gm, example_inputs)
-    if opts.validate and current_gm is not gm:
+    if not report.changed and not opts.always_raise:
+        return original, report
+    if opts.validate and current_gm is not original:
         with _phase(report, "validate"):
-            validate(gm, current_gm, example_inputs, random_nodes(gm), report, strict=low.dialect != "aten")
+            validate(original, current_gm, example_inputs, random_nodes(original), report, user_outputs)
     return current_gm, report
 
 
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
-               example_inputs, aliasing: list) -> tuple[torch.fx.GraphModule, bool]:
+               example_inputs, aliasing: list, user_outputs: int | None) -> tuple[torch.fx.GraphModule, bool]:
     cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
     with _phase(report, "build"):
         session = Session(rules, shape_rules())
@@ -117,7 +125,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     with _phase(report, "raise"):
         new_gm = raise_graph(low, view, ex.choice, roots, example_inputs, fx_of_enode)
         try:
-            repair = match_aliasing(aliasing, new_gm, low.dialect)
+            repair = match_aliasing(aliasing, new_gm, low.dialect, user_outputs)
         except Unsupported as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels

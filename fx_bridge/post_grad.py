@@ -84,7 +84,7 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
         _functionalize_sole_use_views(graph)
         body, epilogue = _lift_epilogue(graph)
         inputs = [torch_compat.node_value(n) for n in body.graph.nodes if n.op == "placeholder"]
-        new_gm, report = optimize(body, inputs, options)
+        new_gm, report = optimize(body, inputs, options, torch_compat.aot_user_outputs(graph))
         if new_gm is not body:
             _replace_body(graph, new_gm.graph, epilogue)
         log.info("eqsat post-grad: %s", report.summary())

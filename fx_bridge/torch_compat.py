@@ -119,7 +119,7 @@ def storage_key(t: Any) -> Any:
     if not isinstance(t, torch.Tensor):
         return None
     try:
-        return StorageWeakRef(t.untyped_storage())
+        return StorageWeakRef(t.untyped_storage()).cdata  # an int: the storage's identity
     except (RuntimeError, NotImplementedError):
         return None
 
@@ -163,3 +163,18 @@ def no_dispatch_fake():
 
     with unset_fake_temporarily():
         yield
+
+
+def aot_user_outputs(graph: torch.fx.Graph) -> int | None:
+    """How many leading outputs of an AOTAutograd graph the user sees (mutated inputs, outputs,
+    their intermediate bases); the rest of a forward graph's outputs are activations saved for the
+    backward. 0 for a backward graph (its outputs are gradients); None outside an AOT compile."""
+    from torch._guards import TracingContext
+
+    if any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes):
+        return 0
+    ctx = TracingContext.try_get()
+    meta = getattr(ctx, "fw_metadata", None) if ctx is not None else None
+    if meta is None:
+        return None
+    return meta.num_mutated_inp_runtime_indices + meta.num_outputs + meta.num_intermediate_bases

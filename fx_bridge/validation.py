@@ -32,14 +32,14 @@ class ValidationError(RuntimeError):
 
 def validate(original: torch.fx.GraphModule, optimized: torch.fx.GraphModule,
              example_inputs: Sequence[Any], random_nodes: set[torch.fx.Node], report: Report,
-             strict: bool = True) -> None:
+             strict_outputs: int | None = None) -> None:
     """Set ``report.validated``; raise :class:`ValidationError` on a mismatch. ``random_nodes`` are
-    the original graph's random or effectful nodes; ``strict`` as in ``aliasing.alias_signature``."""
+    the original graph's random or effectful nodes; ``strict_outputs`` as in ``alias_signature``."""
     with torch_compat.no_dispatch_fake(), torch.no_grad():  # post-grad: Inductor's fake mode is on
-        _validate(original, optimized, example_inputs, random_nodes, report, strict)
+        _validate(original, optimized, example_inputs, random_nodes, report, strict_outputs)
 
 
-def _validate(original, optimized, example_inputs, random_nodes, report, strict) -> None:
+def _validate(original, optimized, example_inputs, random_nodes, report, strict_outputs) -> None:
     inputs = [_real(x) for x in example_inputs]
     try:
         want_in, want = _run(original, inputs)
@@ -47,7 +47,7 @@ def _validate(original, optimized, example_inputs, random_nodes, report, strict)
         report.validated = f"not run: the original graph fails on random inputs ({type(e).__name__})"
         return
     got_in, got = _run(optimized, inputs)
-    if real_signature(got_in, got, strict) != real_signature(want_in, want, strict):
+    if real_signature(got_in, got, strict_outputs) != real_signature(want_in, want, strict_outputs):
         _fail(report, "outputs alias inputs or each other differently from eager")
     problem = _compare(want, got, range(len(want)))
     if problem is None:

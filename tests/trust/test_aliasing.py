@@ -167,3 +167,14 @@ def test_compiled_outputs_alias_like_eager(rng: random.Random):
     assert _signature(inputs, list(got)) == _signature(inputs, list(want)), (picks, repeat)
     torch.testing.assert_close(got, want)
     assert all(not r.fallback for r in backend.reports), [r.skipped for r in backend.reports]
+
+
+def test_through_inductor_the_output_is_not_the_input():
+    """The default backend (Inductor, both passes): the compiled function returns a fresh tensor."""
+    f = REPRODUCERS["cat_of_split"]
+    x = torch.randn(4, 10)
+    backend = eqsat_backend()
+    out = torch.compile(f, backend=backend)(x)
+    assert out is not x and _storage(out) != _storage(x)
+    torch.testing.assert_close(out, f(x))
+    assert not any(r.fallback for r in backend.reports + backend.post_grad_reports)

@@ -24,14 +24,11 @@ import torch.nn.functional as F
 from scipy.optimize import nnls
 from scipy.stats import spearmanr
 
-import rules.library as library
 from bench.measure import latency_ms
 from eqsat.cost import CostModel
-from eqsat.egraph import Budget, Session
-from eqsat.extract import bottom_up
-from eqsat.serialized import parse
-from fx_bridge import inductor_metrics
+from fx_bridge import inductor_metrics, torch_compat
 from fx_bridge.lower import lower
+from fx_bridge.pipeline import Options, build
 
 UNARY = [torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.gelu]
 BINARY = [torch.add, torch.mul, torch.sub]
@@ -135,7 +132,7 @@ def model_graphs(device: str):
             captured.append((gm, list(example_inputs)))
             return gm.forward
 
-        torch._dynamo.reset()
+        torch_compat.reset_dynamo()
         with torch.no_grad():
             torch.compile(model, backend=grab)(*inputs)
         for i, (gm, ins) in enumerate(captured):
@@ -157,20 +154,14 @@ class Row:
 
 
 def predict(gm, inputs, model: CostModel):
+    """The input program's cost, priced as the pipeline prices it before any rule runs."""
     lowered = lower(gm, inputs)
-    session = Session([], library.shape_rules())
-    session.commands(lowered.commands)
-    session.saturate(Budget(iterations=0), families=[])
-    view = parse(session.serialize())
-    roots = [view.lets[r] for r in lowered.roots if r in view.lets]
-    choice = bottom_up(view, roots, model.node_cost)  # no rules ran: this is the input program
-    return model.program_cost(view, choice, roots), lowered.num_terms
+    return build(lowered, [], Options(), model).before, lowered.num_terms
 
 
 def measure(gm, inputs, device: str) -> tuple[dict, dict, float]:
     """(launches read from the generated code, Inductor's own counters, latency in ms)."""
-    from torch._inductor.compile_fx import compile_fx
-
+    compile_fx = torch_compat.compile_fx()
     inputs = [t.detach().to(device) for t in inputs]
     inductor_metrics.reset()
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"):

@@ -22,6 +22,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from bench.train_step import backend_for, build, loss_of, training_inputs
 from fx_bridge import inductor_metrics as im
+from fx_bridge import torch_compat
 
 MODES = ("eager", "inductor", "inductor_optimus", "eqsat")
 
@@ -81,7 +82,7 @@ def main(argv=None) -> None:
         for name in args.models:
             reference = None
             for mode in ("eager",) + tuple(m for m in args.modes if m != "eager"):
-                torch._dynamo.reset()
+                torch_compat.reset_dynamo()
                 fwd, bwd, ms, params = run(name, mode, args.size, device, args.steps, args.bucket_mb)
                 reference = reference or params
                 diff = max(float((a - b).abs().max()) for a, b in zip(params, reference))

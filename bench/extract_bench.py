@@ -15,31 +15,31 @@ from eqsat.cost import CostModel
 from eqsat.egraph import Budget, Session
 from eqsat.extract import bottom_up, extract, is_acyclic
 from eqsat.serialized import parse
+from eqsat.terms import IVec, Program, Ref, Term, TList
 import rules.library as library
 
 D = 64
 
 
-def _block(i: int, x: str) -> list[str]:
-    """Commands for one block reading ``x``; its output is ``$o{i}``."""
-    w = [f"$w{i}_{k}" for k in range(4)]
-    cmds = []
-    for k, name in enumerate(w):
-        shape = f"(vec-of {D} {D})" if k < 2 else f"(vec-of {D})"
-        cmds += [f'(let {name} (Param "{name}"))', f"(set (shape {name}) {shape})", f"(IsParam {name})"]
-    cmds += [
-        f"(let $l{i}a (Linear {x} {w[0]} {w[2]}))", f"(let $l{i}b (Linear {x} {w[1]} {w[3]}))",
-        f"(let $f{i} (Linear {x} (Cat (TCons {w[0]} (TCons {w[1]} (TNil))) 0)"
-        f" (Cat (TCons {w[2]} (TCons {w[3]} (TNil))) 0)))",
-        f"(let $s{i} (Split $f{i} (vec-of {D} {D}) 1))",
-        f"(union $l{i}a (Get $s{i} 0))", f"(union $l{i}b (Get $s{i} 1))",
-        f'(let $r{i} (Binary "mul" (Unary "relu" $l{i}a) (Unary "sigmoid" $l{i}b)))',
-        f"(let $p{i} (Split $r{i} (vec-of 16 48) 1))",
-        f"(let $c{i} (Cat (TCons (Get $p{i} 0) (TCons (Get $p{i} 1) (TNil))) 1))",
-        f"(union $c{i} $r{i})",
-        f'(let $o{i} (Binary "add" {x} $c{i}))',
-    ]
-    return cmds
+def _block(p: Program, i: int, x: Ref) -> Ref:
+    """One block reading ``x``, added to ``p``; returns its output ``$o{i}``."""
+    w = []
+    for k in range(4):
+        name = f"$w{i}_{k}"
+        w.append(p.let(name, Term("Param", (name,))))
+        p.set_shape(w[-1], (D, D) if k < 2 else (D,))
+        p.mark_param(w[-1])
+    la = p.let(f"$l{i}a", Term("Linear", (x, w[0], w[2])))
+    lb = p.let(f"$l{i}b", Term("Linear", (x, w[1], w[3])))
+    f = p.let(f"$f{i}", Term("Linear", (x, Term("Cat", (TList((w[0], w[1])), 0)), Term("Cat", (TList((w[2], w[3])), 0)))))
+    s = p.let(f"$s{i}", Term("Split", (f, IVec((D, D)), 1)))
+    p.same(la, Term("Get", (s, 0)))
+    p.same(lb, Term("Get", (s, 1)))
+    r = p.let(f"$r{i}", Term("Binary", ("mul", Term("Unary", ("relu", la)), Term("Unary", ("sigmoid", lb)))))
+    pieces = p.let(f"$p{i}", Term("Split", (r, IVec((16, 48)), 1)))
+    c = p.let(f"$c{i}", Term("Cat", (TList((Term("Get", (pieces, 0)), Term("Get", (pieces, 1)))), 1)))
+    p.same(c, r)
+    return p.let(f"$o{i}", Term("Binary", ("add", x, c)))
 
 
 def build(target_nodes: int, rows: int = 512):
@@ -47,12 +47,15 @@ def build(target_nodes: int, rows: int = 512):
     per_block = 47  # term e-nodes one block adds after saturation (measured)
     blocks = max(1, target_nodes // per_block)
     session = Session(library.select(), library.shape_rules())
-    session.commands(['(let $o0 (Input "x"))', f"(set (shape $o0) (vec-of {rows} {D}))"])
+    p = Program()
+    out = p.let("$o0", Term("Input", ("x",)))
+    p.set_shape(out, (rows, D))
     for i in range(1, blocks + 1):
-        session.commands(_block(i, f"$o{i - 1}"))
+        out = _block(p, i, out)
+    session.load(p)
     session.saturate(Budget(iterations=2, nodes=10**7, seconds=600))
     view = parse(session.serialize())
-    return view, [view.lets[f"$o{blocks}"]]
+    return view, [view.lets[out.let]]
 
 
 def run(sizes: list[int], time_limit: float, frozen: bool) -> None:

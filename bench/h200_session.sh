@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
-#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale | layout | soak)
+#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale | layout | soak | mend)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -32,6 +32,10 @@ for job in "$@"; do
     layout) timeout "${T_LAYOUT:-120}" python3 -m bench.layout_check --device cuda > /tmp/job.txt 2>&1 ;;
     soak) timeout "${T_SOAK:-480}" python3 -m bench.soak --cases "${CASES:-10000}" --workers "${WORKERS:-15}" \
             --out "$out/soak.jsonl" > /tmp/job.txt 2>&1 ;;
+    # graph-break mender, cold start and steady state original vs mended (needs transformers 4.52.4)
+    mend) timeout "${T_MEND:-540}" python3 -m fx_bridge.mend.bench_coldstart --device cuda --iters 30 \
+            --models "${MEND_MODELS:-grounding-dino,plbart-fp16,vision-encoder-decoder,speech-encoder-decoder}" \
+            > /tmp/job.txt 2>&1 ;;
   esac
   { echo "== $job"; grep -v -i warn /tmp/job.txt | tail -"${TAIL:-80}"; } | tee -a "$out/jobs.txt"
 done

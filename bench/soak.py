@@ -104,7 +104,7 @@ def run_case(seed: int, train: bool, backend=None) -> dict:
     gm, inputs = _case(seed, train)
     torch.manual_seed(seed)  # the loss weights below
     reports: list = []
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     compiled = torch.compile(lambda *xs: gm(*xs), backend=backend or _backend(reports, train), fullgraph=False)
     result = {"seed": seed, "train": train, "problem": None}
     try:

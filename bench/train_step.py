@@ -22,6 +22,7 @@ import torch
 from bench.models import REGISTRY
 from fx_bridge import eqsat_backend
 from fx_bridge import inductor_metrics as im
+from fx_bridge import torch_compat
 
 MODES = ("inductor", "inductor_optimus", "eqsat", "eqsat_pre")
 
@@ -126,7 +127,7 @@ def main(argv=None) -> None:
         model, inputs = build(name, args.size, args.device)
         eager = run_step(model, inputs, None)
         for mode in args.modes:
-            torch._dynamo.reset()
+            torch_compat.reset_dynamo()
             r = run_step(model, inputs, mode, args.repeats)
             k = lambda c: f"{c['total']} ({c['generated']}+{c['extern']})"
             print(f"| {name} | {mode} | {k(r.kernels_fwd)} | {k(r.kernels_bwd)} | {r.step_ms:.2f} | "

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .fusion import DTYPE_BYTES, Choice, class_bytes, list_elements, plan_program
+from .fusion import DTYPE_BYTES, class_bytes, list_elements, plan_program
 from .ops import CTOR_CATEGORY, Category
-from .serialized import EGraphView, ENode
+from .serialized import Choice, EGraphView, ENode
 
 UNKNOWN = 1e12  # a node whose shape no analysis derived is never worth choosing
 

@@ -1,8 +1,10 @@
-"""A saturation session: an egglog e-graph built from text, run under a budget.
+"""A saturation session: the one door into egglog. Terms and facts go in as a typed ``Program``
+(``eqsat.terms``), rules as ``Rule`` values; saturation runs under a budget; the e-graph comes out
+serialized.
 
 egglog 13.2 has no time or node limit, so the session runs one iteration at a time inside
-``push``/``pop`` and rolls back the iteration that overshoots the node budget. Commands are sent one
-at a time (parsing one giant program exhausts memory; one command per FX node is fast).
+``push``/``pop`` and rolls back the iteration that overshoots the node budget. Commands are parsed one
+at a time (parsing one giant program exhausts memory) and run in chunks.
 """
 from __future__ import annotations
 
@@ -10,17 +12,19 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Iterable
+from collections import Counter
+from typing import Any, Iterable, Sequence
 
 import egglog.bindings as bindings
 
 from .rule import Rule, rule_of_tag
+from .terms import Program, Ref
 
 # egglog logs every command at INFO; keep it quiet unless the user configured it.
 for _name in ("egglog", "egglog.egraph"):
     if logging.getLogger(_name).level == logging.NOTSET:
         logging.getLogger(_name).setLevel(logging.WARNING)
-from .schema import SEED_RULE, SEED_RULESET, SHAPE_RULESET, SORTS
+from .schema import ANALYSIS, SEED_RULE, SEED_RULESET, dtype_facts, sorts
 
 
 @dataclass
@@ -35,7 +39,7 @@ class Budget:
 @dataclass
 class SaturationLog:
     sizes: list[int] = field(default_factory=list)  # e-graph size after build, then per iteration
-    fired: dict[str, int] = field(default_factory=dict)
+    fired: Counter = field(default_factory=Counter)
     stop_reason: str = ""
     seconds: float = 0.0
 
@@ -49,10 +53,11 @@ class Session:
 
     def __init__(self, rules: Iterable[Rule], shape_rules: Iterable[Rule] = ()):
         self._eg = bindings.EGraph()
-        self._run(SORTS)
+        self._run(sorts())
+        self.commands(dtype_facts())
         self.rules = list(rules)
         shape_rules = list(shape_rules)
-        families = sorted({r.family for r in self.rules} | {SHAPE_RULESET})
+        families = sorted({r.family for r in self.rules} | {ANALYSIS})
         for fam in families + [SEED_RULESET]:
             self._run(f"(ruleset {fam})")
         self._run(SEED_RULE)
@@ -67,10 +72,41 @@ class Session:
                     self.command(cmd)
                 except EGraphError as e:
                     raise EGraphError(f"rule {r.name!r} does not compile: {e}") from None
-        self.families = [f for f in families if f != SHAPE_RULESET]
+        self.families = [f for f in families if f != ANALYSIS]
         self._rule_names = {r.name for r in self.rules}
 
-    # -- commands -------------------------------------------------------------------------------
+    # -- typed input ----------------------------------------------------------------------------
+    def load(self, program: Program) -> None:
+        """Run a recorded program (lets, facts, ``same`` pairs)."""
+        self.commands(program.commands)
+
+    def let(self, name: str, term: Any) -> Ref:
+        p = Program()
+        ref = p.let(name, term)
+        self.load(p)
+        return ref
+
+    def same(self, x: Any, term: Any) -> None:
+        p = Program()
+        p.same(x, term)
+        self.load(p)
+
+    def mark_param(self, x: Any) -> None:
+        p = Program()
+        p.mark_param(x)
+        self.load(p)
+
+    def set_shape(self, x: Any, shape: Sequence[int]) -> None:
+        p = Program()
+        p.set_shape(x, shape)
+        self.load(p)
+
+    def set_dtype(self, x: Any, dtype: str) -> None:
+        p = Program()
+        p.set_dtype(x, dtype)
+        self.load(p)
+
+    # -- raw commands (the engine's own, and tests that probe the e-graph) ------------------------
     def _run(self, program: str):
         return self._eg.run_program(*self._eg.parse_program(program))
 
@@ -119,10 +155,10 @@ class Session:
         log = SaturationLog()
         t0 = time.perf_counter()
         self.seed()
-        self._run(f"(run-schedule (saturate (run {SHAPE_RULESET})))")
+        self._run(f"(run-schedule (saturate (run {ANALYSIS})))")
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"
-        step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)} (saturate (run {SHAPE_RULESET}))))"
+        step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)} (saturate (run {ANALYSIS}))))"
         growth = 1.0
         for it in range(budget.iterations if fams else 0):
             if time.perf_counter() - t0 > budget.seconds:
@@ -145,9 +181,8 @@ class Session:
                 break
             log.sizes.append(n)
             for tag, k in out.report.num_matches_per_rule.items():
-                name = rule_of_tag(tag)
-                if k and name in self._rule_names:
-                    log.fired[name] = log.fired.get(name, 0) + k
+                if k and rule_of_tag(tag) in self._rule_names:
+                    log.fired[rule_of_tag(tag)] += k
             if not out.report.updated:
                 log.stop_reason = "saturated"
                 break

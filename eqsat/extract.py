@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+import networkx as nx
+
 from .cost import UNKNOWN, CostModel, ProgramCost
-from .fusion import topo_order
 from .ilp import break_cycles, solve
-from .serialized import EGraphView, ENode
+from .serialized import ROOT, Choice, EGraphView, ENode, choice_graph
 
 NodeCost = Callable[[ENode, EGraphView], float]
-Choice = dict[str, str]  # e-class → chosen e-node id
 
 
 @dataclass
@@ -30,14 +30,15 @@ class Extraction:
     extractor: str            # "bottom_up" | "ilp" | "input"
     seconds: float
     after: ProgramCost        # kernels / bytes / cost of ``choice``
-    before: ProgramCost | None = None  # the input program, when given
+    before: ProgramCost | None = None  # the input program, when given: the cost to beat
     gap: float | None = None  # ILP relative optimality gap when it stopped at the time limit
     ilp_status: str = "not run"
     candidates: dict[str, float] | None = None  # extractor → program cost, for the report
 
     @property
     def improved(self) -> bool:
-        return self.before is None or self.after.cost < self.before.cost
+        """Strictly cheaper than the input (beyond float noise), or no input to compare with."""
+        return self.before is None or self.after.cost < self.before.cost * (1 - 1e-9)
 
 
 class ExtractionError(RuntimeError):
@@ -95,37 +96,17 @@ def _check_roots(roots: Iterable[str], choice: Choice) -> list[str]:
 
 
 def reachable(view: EGraphView, roots: Iterable[str], choice: Choice) -> Choice:
-    """The part of ``choice`` the roots actually use (iterative: graphs can be thousands deep)."""
-    out: Choice = {}
-    stack = list(roots)
-    while stack:
-        cls = stack.pop()
-        if cls in out:
-            continue
-        out[cls] = choice[cls]
-        stack.extend(view.nodes[choice[cls]].children)
-    return out
+    """The part of ``choice`` the roots actually use."""
+    g = choice_graph(view, roots, choice)
+    return {cls: choice[cls] for cls in nx.dfs_preorder_nodes(g, ROOT) if cls is not ROOT}
 
 
 def is_acyclic(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
-    state: dict[str, int] = {}  # 1 = on stack, 2 = done
-    for root in roots:
-        if state.get(root) == 2:
-            continue
-        stack = [(root, iter(view.nodes[choice[root]].children))]
-        state[root] = 1
-        while stack:
-            cls, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                state[cls] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                return False
-            elif nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, iter(view.nodes[choice[nxt]].children)))
-    return True
+    try:
+        nx.find_cycle(choice_graph(view, roots, choice), ROOT)
+    except nx.NetworkXNoCycle:
+        return True
+    return False
 
 
 def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
@@ -135,32 +116,14 @@ def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
         for c, n in choice.items())
 
 
-def translate_choice(before: EGraphView, choice: Choice, after: EGraphView) -> Choice:
-    """The same program in a later e-graph: egglog keeps every e-node, so match them structurally.
-
-    Use it to price the input program inside the saturated e-graph: extract from the e-graph before
-    the rules ran (one node per class: the input), then translate into the saturated one.
-    """
-    index = {(n.ctor, tuple(n.args)): n for n in after.nodes.values()}
-    class_map: dict[str, str] = {}
-    out: Choice = {}
-    for cls in topo_order(before, list(choice), choice):
-        node = before.nodes[choice[cls]]
-        args = tuple(("class", class_map[a[1]]) if a[0] == "class" else a for a in node.args)
-        match = index.get((node.ctor, args))
-        if match is None:
-            raise ExtractionError(f"{node.ctor} node of class {cls} is not in the later e-graph")
-        class_map[cls] = match.eclass
-        out[match.eclass] = match.id
-    return out
-
-
 def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,
-            original: Choice | None = None) -> Extraction:
+            original: Choice | None = None, before: ProgramCost | None = None) -> Extraction:
     """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``.
 
-    ``original`` (a choice in this view, e.g. from :func:`translate_choice`) is the input program:
-    it is returned, with extractor "input", unless a candidate is strictly cheaper.
+    ``original`` (a choice in this view, from :func:`eqsat.original.input_program`) is the input
+    program: it is returned, with extractor "input", unless a candidate is strictly cheaper.
+    ``before`` is the cost to beat (default: ``original``'s price here); the pipeline passes the
+    input's price before any rule ran.
     """
     t0 = time.perf_counter()
     roots = list(dict.fromkeys(roots))
@@ -182,4 +145,4 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     order = ["input", "bottom_up", "ilp"]  # ties keep the input, then the simpler extractor
     name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
     return Extraction(candidates[name], priced[name].cost, name, time.perf_counter() - t0, priced[name],
-                      priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})
+                      before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})

@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .ops import CTOR_CATEGORY, Category
-from .serialized import EGraphView, ENode
+import networkx as nx
+
+from .serialized import ROOT, Choice, EGraphView, ENode, choice_graph
 
 DTYPE_BYTES = {
     "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
     "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0, "scalar_float": 0,
 }
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
-
-Choice = dict[str, str]  # e-class → chosen e-node id
 
 
 def class_bytes(view: EGraphView, cls: str) -> float | None:
@@ -86,24 +86,8 @@ _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Ca
 
 
 def topo_order(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
-    """Chosen classes reachable from ``roots``, producers first (iterative DFS post-order)."""
-    order: list[str] = []
-    done: set[str] = set()
-    for root in roots:
-        if root in done:
-            continue
-        stack = [(root, iter(view.nodes[choice[root]].children))]
-        done.add(root)
-        while stack:
-            cls, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                order.append(cls)
-                stack.pop()
-            elif nxt not in done:
-                done.add(nxt)
-                stack.append((nxt, iter(view.nodes[choice[nxt]].children)))
-    return order
+    """Chosen classes reachable from ``roots``, producers first (depth-first post-order)."""
+    return [c for c in nx.dfs_postorder_nodes(choice_graph(view, roots, choice), ROOT) if c is not ROOT]
 
 
 class _Planner:

@@ -12,56 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+import networkx as nx
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
-from .serialized import EGraphView
-
-Choice = dict[str, str]
-
-
-def strongly_connected(succ: dict[str, list[str]]) -> dict[str, int]:
-    """Component id per vertex (iterative Tarjan: e-graphs are thousands of classes deep)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    comp: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    counter = 0
-    for start in succ:
-        if start in index:
-            continue
-        work = [(start, iter(succ.get(start, ())))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(succ.get(w, ()))))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                cid = len(comp)
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp[w] = cid
-                    if w == v:
-                        break
-    return comp
+from .serialized import Choice, EGraphView
 
 
 def break_cycles(view: EGraphView, roots: Iterable[str], rank: dict[str, int],
@@ -78,7 +34,7 @@ def break_cycles(view: EGraphView, roots: Iterable[str], rank: dict[str, int],
                 if k not in seen:
                     seen.add(k)
                     stack.append(k)
-    comp = strongly_connected(succ)
+    comp = {c: i for i, scc in enumerate(nx.strongly_connected_components(nx.DiGraph(succ))) for c in scc}
     kept = []
     for c in succ:
         if c not in rank:

@@ -1,13 +1,25 @@
-"""The op table: every tensor op the term language knows, as data.
+"""The op registry: every op of the tensor term language, one row each, and the tables derived from it.
 
-One row per op drives lowering (fx_bridge looks up torch targets by these names), raising (the row
-says which torch callable rebuilds it) and the cost model (the category says what Inductor does with
-it). The engine itself never imports torch: targets are plain names resolved in ``fx_bridge``.
+A row says everything the rest of the code needs to know about an op:
+- its egglog constructor and argument sorts (``eqsat.schema`` generates the datatype from the rows),
+- its DSL builder name (``rules.dsl`` generates its signatures from the rows),
+- what it does to dtypes (``dtype``: the analysis facts ``KeepsDtype`` / ``KeepsIntDtype`` /
+  ``BoolResult`` are generated from it) — shapes follow from the constructor's analysis rules,
+- its category (what Inductor does with it: the cost model's only input about an op),
+- its Torch-IR spellings (``spellings``: function/method names lowering reads as this op), the Torch
+  callable raising emits (``torch``) and the Aten-IR overloads it is read from (``aten_spellings``)
+  and written as (``aten``).
+The engine never imports torch: targets are qualified names (``"torch.narrow"``, ``"Tensor.expand"``,
+``"mm.default"``) that ``fx_bridge.targets`` resolves. Adding a pointwise op is one row in
+``UNARY`` / ``BINARY`` / ``TERNARY`` (see ``docs/architecture.md``); ``register`` adds one at runtime.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Iterable
+
+TENSOR, TTUPLE, TLIST, INT, IVEC, STRING = "Tensor", "TTuple", "TList", "i64", "IVec", "String"
 
 
 class Category(str, Enum):
@@ -21,80 +33,259 @@ class Category(str, Enum):
     OPAQUE = "opaque"        # unknown to us: assumed one kernel, never rewritten
 
 
+class Dtype(str, Enum):
+    """What a pointwise op does to its operands' dtype (the analysis derives dtypes from it)."""
+
+    FLOAT = "float"  # keeps a floating dtype (an integer input may promote: exp, sigmoid, …)
+    ANY = "any"      # keeps every non-bool dtype, integers included (relu, add, …)
+    BOOL = "bool"    # always bool (comparisons, isnan, …)
+
+
 @dataclass(frozen=True)
 class Op:
-    """One op: the term constructor that carries it and the torch spelling that rebuilds it.
-
-    ``torch`` names a function in the ``torch`` namespace; ``aten`` an overload packet in
-    ``torch.ops.aten``. ``ctor`` is the egglog constructor (pointwise ops share ``Unary`` /
-    ``Binary`` / ``Ternary`` with the op name as first argument).
-    """
+    """One op. Pointwise, reduction and softmax ops share a constructor whose first argument is the
+    op key (``(Unary "relu" x)``), so one rule covers all of them; ``args`` are the egglog sorts of
+    the constructor's arguments, that key included."""
 
     name: str
     ctor: str
     category: Category
-    torch: str | None = None
-    aten: str | None = None
+    args: tuple[str, ...] = ()
+    sort: str = TENSOR
+    dsl: str | None = None                 # rules.dsl builder (ops with their own constructor)
+    dtype: Dtype | None = None             # pointwise only
+    params: tuple[str, ...] = ()           # pointwise: non-tensor parameters in positional order
+    torch: str | None = None               # Torch-IR callable raising emits ("Tensor.x": a method)
+    aten: str | None = None                # Aten-IR overload raising emits ("packet.overload")
+    spellings: tuple[str, ...] = ()        # more Torch-IR names lowering reads as this op
+    aten_spellings: tuple[str, ...] = ()   # Aten-IR overloads lowering reads as this op
+
+    @property
+    def arity(self) -> int:
+        """Tensor operands of a pointwise op."""
+        return sum(1 for a in self.args if a == TENSOR)
 
 
-def _pointwise(ctor: str, names: str) -> list[Op]:
-    return [Op(n, ctor, Category.POINTWISE, torch=n, aten=n) for n in names.split()]
+_KEYED = {"Unary": (STRING, TENSOR), "Binary": (STRING, TENSOR, TENSOR),
+          "Ternary": (STRING, TENSOR, TENSOR, TENSOR)}
 
 
-UNARY = _pointwise(
-    "Unary",
-    "relu gelu silu sigmoid tanh exp exp2 expm1 log log1p log2 log10 neg abs sqrt rsqrt reciprocal sin cos"
-    " erf floor ceil round trunc sign logical_not bitwise_not isnan isinf isfinite square"
-    " nan_to_num clamp hardtanh hardsigmoid hardswish leaky_relu elu selu celu mish softplus relu6"
-    " logit sgn frac to_dtype",
+def pointwise_rows(ctor: str, names: str, dtype: Dtype | None = None) -> list[Op]:
+    """Rows of pointwise ops sharing constructor ``ctor`` (``Unary``, ``Binary``, ``Ternary``)."""
+    return [Op(n, ctor, Category.POINTWISE, _KEYED[ctor], dtype=dtype) for n in names.split()]
+
+
+def _with(rows: list[Op], **per_name: dict) -> list[Op]:
+    """Rows with some fields set per op name: ``_with(rows, params={"add": ("alpha",)})``."""
+    out = []
+    for r in rows:
+        changes = {field: table[r.name] for field, table in per_name.items() if r.name in table}
+        out.append(replace(r, **changes))
+    return out
+
+
+F, A, B = Dtype.FLOAT, Dtype.ANY, Dtype.BOOL
+# Non-tensor parameters of pointwise ops in positional order (lowering keys them by name).
+PARAMS = {
+    "add": ("alpha",), "sub": ("alpha",), "rsub": ("alpha",), "div": ("rounding_mode",),
+    "clamp": ("min", "max"), "hardtanh": ("min_val", "max_val", "inplace"),
+    "leaky_relu": ("negative_slope", "inplace"), "elu": ("alpha", "inplace"), "celu": ("alpha", "inplace"),
+    "selu": ("inplace",), "gelu": ("approximate",), "softplus": ("beta", "threshold"),
+    "nan_to_num": ("nan", "posinf", "neginf"), "round": ("decimals",), "logit": ("eps",),
+    "relu": ("inplace",), "relu6": ("inplace",), "silu": ("inplace",), "mish": ("inplace",),
+    "hardsigmoid": ("inplace",), "hardswish": ("inplace",), "addcmul": ("value",), "addcdiv": ("value",),
+}
+_DTYPE_CASTS = "to type type_as float half double bfloat16 int long bool".split()
+
+UNARY = _with(
+    pointwise_rows("Unary", "relu", A)
+    + pointwise_rows("Unary", "gelu silu sigmoid tanh exp exp2 expm1 log log1p log2 log10", F)
+    + pointwise_rows("Unary", "neg abs", A) + pointwise_rows("Unary", "sqrt rsqrt reciprocal sin cos erf", F)
+    + pointwise_rows("Unary", "floor ceil round trunc sign", A)
+    + pointwise_rows("Unary", "logical_not", B) + pointwise_rows("Unary", "bitwise_not")
+    + pointwise_rows("Unary", "isnan isinf isfinite", B) + pointwise_rows("Unary", "square", A)
+    + pointwise_rows("Unary", "nan_to_num clamp hardtanh hardsigmoid hardswish leaky_relu elu selu celu mish"
+                               " softplus relu6 logit sgn frac", F)
+    + pointwise_rows("Unary", "to_dtype"),
+    params=PARAMS, spellings={"to_dtype": tuple(_DTYPE_CASTS)}, aten_spellings={"to_dtype": ("_to_copy.default",)},
 )
-BINARY = _pointwise(
-    "Binary",
-    "add sub mul div pow maximum minimum fmod remainder atan2 eq ne lt le gt ge logical_and"
-    " logical_or logical_xor bitwise_and bitwise_or bitwise_xor floor_divide true_divide rsub",
+BINARY = _with(
+    pointwise_rows("Binary", "add sub mul", A) + pointwise_rows("Binary", "div pow", F)
+    + pointwise_rows("Binary", "maximum minimum", A) + pointwise_rows("Binary", "fmod", F)
+    + pointwise_rows("Binary", "remainder", A) + pointwise_rows("Binary", "atan2", F)
+    + pointwise_rows("Binary", "eq ne lt le gt ge logical_and logical_or logical_xor", B)
+    + pointwise_rows("Binary", "bitwise_and bitwise_or bitwise_xor floor_divide true_divide")
+    + pointwise_rows("Binary", "rsub", A),
+    params=PARAMS,
 )
-TERNARY = _pointwise("Ternary", "where addcmul addcdiv lerp")
+TERNARY = _with(pointwise_rows("Ternary", "where", A) + pointwise_rows("Ternary", "addcmul addcdiv lerp"),
+                params=PARAMS)
 
+_REDUCE_ARGS = (STRING, TENSOR, IVEC, INT)  # key, input, sorted dims, keepdim
 REDUCTIONS = [
-    Op(n, "Reduce", Category.REDUCTION, torch=n, aten=n)
-    for n in "sum mean amax amin prod".split()
+    Op("sum", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.sum", aten="sum.dim_IntList",
+       aten_spellings=("sum.dim_IntList", "sum.default")),
+    Op("mean", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.mean", aten="mean.dim",
+       aten_spellings=("mean.dim", "mean.default")),
+    Op("amax", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.amax", aten="amax.default",
+       aten_spellings=("amax.default",)),
+    Op("amin", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.amin", aten="amin.default",
+       aten_spellings=("amin.default",)),
+    Op("prod", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.prod", aten="prod.dim_int",
+       aten_spellings=("prod.dim_int",)),
 ]
 
+T = TENSOR
+# The other constructors, in the order the egglog datatype declares them.
 STRUCTURAL = [
-    Op("input", "Input", Category.SOURCE),
-    Op("param", "Param", Category.SOURCE),
-    Op("scalar", "Scalar", Category.SOURCE),
+    Op("input", "Input", Category.SOURCE, (STRING,)),
+    Op("param", "Param", Category.SOURCE, (STRING,)),
+    Op("scalar", "Scalar", Category.SOURCE, (STRING,)),
     Op("none", "NoneT", Category.SOURCE),
-    Op("narrow", "Narrow", Category.VIEW, torch="narrow", aten="slice"),
-    Op("view", "View", Category.VIEW, torch="reshape", aten="view"),
-    Op("permute", "Permute", Category.VIEW, torch="permute", aten="permute"),
-    Op("expand", "Expand", Category.VIEW, torch="expand", aten="expand"),
-    Op("unsqueeze", "Unsqueeze", Category.VIEW, torch="unsqueeze", aten="unsqueeze"),
-    Op("squeeze", "Squeeze", Category.VIEW, torch="squeeze", aten="squeeze"),
-    Op("getitem", "Get", Category.VIEW),
-    Op("split", "Split", Category.VIEW, torch="split", aten="split_with_sizes"),
-    Op("contiguous", "Contiguous", Category.COPY, torch="contiguous", aten="clone"),
-    Op("cat", "Cat", Category.COPY, torch="cat", aten="cat"),
-    Op("stack", "Stack", Category.COPY, torch="stack", aten="stack"),
-    Op("linear", "Linear", Category.MATMUL, torch="nn.functional.linear", aten="addmm"),
-    Op("mm", "Mm", Category.MATMUL, torch="mm", aten="mm"),
-    Op("bmm", "Bmm", Category.MATMUL, torch="bmm", aten="bmm"),
-    Op("matmul", "Matmul", Category.MATMUL, torch="matmul", aten="matmul"),
-    Op("addmm", "Addmm", Category.MATMUL, torch="addmm", aten="addmm"),
-    Op("baddbmm", "Baddbmm", Category.MATMUL, torch="baddbmm", aten="baddbmm"),
-    Op("layer_norm", "LayerNorm", Category.NORM, torch="nn.functional.layer_norm"),
-    Op("softmax", "Softmax", Category.NORM, torch="softmax", aten="_softmax"),
-    Op("log_softmax", "Softmax", Category.NORM, torch="log_softmax", aten="_log_softmax"),
-    Op("opaque", "Opaque", Category.OPAQUE),
+] + UNARY + BINARY + TERNARY + REDUCTIONS + [
+    Op("softmax", "Softmax", Category.NORM, (STRING, T, INT), torch="torch.softmax", aten="_softmax.default",
+       aten_spellings=("_softmax.default",)),
+    Op("log_softmax", "Softmax", Category.NORM, (STRING, T, INT), torch="torch.log_softmax",
+       aten="_log_softmax.default", aten_spellings=("_log_softmax.default",)),
+    Op("layer_norm", "LayerNorm", Category.NORM, (T, IVEC, T, T, STRING), torch="torch.nn.functional.layer_norm",
+       aten="native_layer_norm.default"),
+    Op("linear", "Linear", Category.MATMUL, (T, T, T), dsl="linear", torch="torch.nn.functional.linear"),
+    Op("mm", "Mm", Category.MATMUL, (T, T), dsl="mm", torch="torch.mm", aten="mm.default",
+       aten_spellings=("mm.default",)),
+    Op("bmm", "Bmm", Category.MATMUL, (T, T), dsl="bmm", torch="torch.bmm", aten="bmm.default",
+       aten_spellings=("bmm.default",)),
+    Op("matmul", "Matmul", Category.MATMUL, (T, T), dsl="matmul", torch="torch.matmul"),
+    Op("addmm", "Addmm", Category.MATMUL, (T, T, T), dsl="addmm", torch="torch.addmm", aten="addmm.default",
+       aten_spellings=("addmm.default",)),
+    Op("baddbmm", "Baddbmm", Category.MATMUL, (T, T, T), dsl="baddbmm", torch="torch.baddbmm",
+       aten="baddbmm.default", aten_spellings=("baddbmm.default",)),
+    Op("narrow", "Narrow", Category.VIEW, (T, INT, INT, INT), dsl="narrow", torch="torch.narrow",
+       aten="slice.Tensor", spellings=("select",),
+       aten_spellings=("narrow.default", "slice.Tensor", "select.int")),
+    Op("view", "View", Category.VIEW, (T, IVEC), dsl="reshape", torch="torch.reshape", aten="reshape.default",
+       spellings=("reshape", "flatten", "unflatten", "view_as"),
+       aten_spellings=("view.default", "_unsafe_view.default", "reshape.default")),
+    Op("permute", "Permute", Category.VIEW, (T, IVEC), dsl="permute", torch="torch.permute",
+       aten="permute.default", spellings=("transpose", "t", "movedim"),
+       aten_spellings=("permute.default", "t.default", "transpose.int")),
+    Op("expand", "Expand", Category.VIEW, (T, IVEC), dsl="expand", torch="Tensor.expand", aten="expand.default",
+       spellings=("expand_as", "broadcast_to"), aten_spellings=("expand.default",)),
+    Op("unsqueeze", "Unsqueeze", Category.VIEW, (T, INT), dsl="unsqueeze", torch="torch.unsqueeze",
+       aten="unsqueeze.default", aten_spellings=("unsqueeze.default",)),
+    Op("squeeze", "Squeeze", Category.VIEW, (T, INT), dsl="squeeze", torch="torch.squeeze", aten="squeeze.dim",
+       aten_spellings=("squeeze.dim", "squeeze.dims", "squeeze.default")),
+    Op("contiguous", "Contiguous", Category.COPY, (T,), dsl="contiguous", torch="Tensor.contiguous",
+       aten="clone.default", spellings=("clone",), aten_spellings=("clone.default",)),
+    Op("cat", "Cat", Category.COPY, (TLIST, INT), dsl="cat", torch="torch.cat", aten="cat.default",
+       aten_spellings=("cat.default",)),
+    Op("stack", "Stack", Category.COPY, (TLIST, INT), dsl="stack", torch="torch.stack",
+       aten_spellings=("stack.default",)),
+    Op("getitem", "Get", Category.VIEW, (TTUPLE, INT)),
+    Op("split", "Split", Category.VIEW, (T, IVEC, INT), TTUPLE, dsl="split", torch="torch.split",
+       aten="split_with_sizes.default", spellings=("split_with_sizes", "chunk", "unbind"),
+       aten_spellings=("split.Tensor", "split_with_sizes.default", "unbind.int", "chunk.default")),
+    Op("opaque", "Opaque", Category.OPAQUE, (STRING, TLIST), TTUPLE),
+    Op("nil", "TNil", Category.SOURCE, (), TLIST),
+    Op("cons", "TCons", Category.SOURCE, (T, TLIST), TLIST),
 ]
 
-ALL_OPS: list[Op] = UNARY + BINARY + TERNARY + REDUCTIONS + STRUCTURAL
+# Torch-IR names lowering handles that are no op of their own: identities, folded sizes, detach.
+NON_OP_SPELLINGS = ("detach", "dropout", "positive", "size", "dim", "numel")
 
-# Constructor → category, for the cost model and extraction (pointwise constructors map here too).
-CTOR_CATEGORY: dict[str, Category] = {}
-for _op in ALL_OPS:
-    CTOR_CATEGORY.setdefault(_op.ctor, _op.category)
-CTOR_CATEGORY.update({"TCons": Category.SOURCE, "TNil": Category.SOURCE})
+ALL_OPS: list[Op] = list(STRUCTURAL)
+
+
+# -- derived tables (rebuilt by ``register``) -----------------------------------------------------------
+BY_NAME: dict[str, Op] = {}
+CTOR_CATEGORY: dict[str, Category] = {}   # constructor → category, for the cost model and extraction
+_version = 0
+
+
+def _rebuild() -> None:
+    global _version
+    BY_NAME.clear()
+    CTOR_CATEGORY.clear()
+    for op in ALL_OPS:
+        BY_NAME.setdefault(op.name, op)
+        CTOR_CATEGORY.setdefault(op.ctor, op.category)
+    _version += 1
+
+
+_rebuild()
+
+
+def version() -> int:
+    """Bumped by every ``register``: tables derived outside this module cache on it."""
+    return _version
+
+
+def register(*rows: Op) -> None:
+    """Add rows at runtime (a plugin, a test); a pointwise row lowers, rewrites, raises and prices
+    like the built-in ones from the next compile on."""
+    for r in rows:
+        if r.name in BY_NAME:
+            raise ValueError(f"op {r.name!r} is already registered")
+        sig = constructors().get(r.ctor)
+        if sig is not None and sig != (r.args, r.sort):
+            raise ValueError(f"op {r.name!r}: constructor {r.ctor} is {sig}, not {(r.args, r.sort)}")
+    ALL_OPS.extend(rows)
+    _rebuild()
+
+
+def unregister(*names: str) -> None:
+    """Remove rows added with ``register`` (tests)."""
+    ALL_OPS[:] = [r for r in ALL_OPS if r.name not in names]
+    _rebuild()
+
+
+def pointwise(arity: int | None = None) -> list[Op]:
+    """Pointwise rows (of one arity)."""
+    return [op for op in ALL_OPS if op.category is Category.POINTWISE
+            and (arity is None or op.arity == arity)]
+
+
+def pointwise_arity(name: str) -> int | None:
+    """Operands of pointwise op ``name``, or None when it is no pointwise op."""
+    op = BY_NAME.get(name)
+    return op.arity if op is not None and op.category is Category.POINTWISE else None
+
+
+def keeps_dtype(name: str) -> bool:
+    op = BY_NAME.get(name)
+    return op is not None and op.dtype in (Dtype.FLOAT, Dtype.ANY)
+
+
+def constructors() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Constructor → (argument sorts, result sort), in declaration order."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    for op in ALL_OPS:
+        sig = (op.args, op.sort)
+        if out.setdefault(op.ctor, sig) != sig:
+            raise ValueError(f"constructor {op.ctor} has two signatures: {out[op.ctor]} and {sig}")
+    return out
+
+
+def dtype_facts() -> dict[str, list[str]]:
+    """Analysis relation → op keys it holds for, from the rows' ``dtype``."""
+    facts: dict[str, list[str]] = {"KeepsDtype": [], "KeepsIntDtype": [], "BoolResult": []}
+    for op in ALL_OPS:
+        if op.dtype in (Dtype.FLOAT, Dtype.ANY):
+            facts["KeepsDtype"].append(op.name)
+        if op.dtype is Dtype.ANY:
+            facts["KeepsIntDtype"].append(op.name)
+        if op.dtype is Dtype.BOOL:
+            facts["BoolResult"].append(op.name)
+    return facts
+
+
+def spellings(rows: Iterable[Op] | None = None) -> set[str]:
+    """Every Torch-IR name lowering reads as some op (op names of non-source rows, their spellings)."""
+    names = set(NON_OP_SPELLINGS)
+    for op in rows if rows is not None else ALL_OPS:
+        if op.category not in (Category.SOURCE, Category.OPAQUE) and op.ctor != "Get":
+            names.add(op.name)
+            names.update(op.spellings)
+    return names
 
 
 def op_name_of_key(key: str) -> str:

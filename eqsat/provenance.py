@@ -7,11 +7,11 @@ root and whose replacement builds the chosen one (``rewrite_heads``). Nodes inse
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Iterable, Mapping
 
-from .extract import Choice
 from .rule import Rule, rewrite_heads
-from .serialized import EGraphView
+from .serialized import Choice, EGraphView
 
 
 def rules_used(view: EGraphView, choice: Choice, original: Mapping[str, set[str]], rules: Iterable[Rule],
@@ -20,12 +20,12 @@ def rules_used(view: EGraphView, choice: Choice, original: Mapping[str, set[str]
     ``original`` maps each class to the input program's e-nodes in it (one per input term)."""
     heads = {r.name: rewrite_heads(r) for r in rules if fired.get(r.name)}
     by_class = {view.lets[let]: rule for let, rule in inserted.items() if let in view.lets}
-    used: dict[str, int] = {}
+    used: Counter = Counter()
     for cls, node_id in choice.items():
         if view.sort.get(cls) != "Tensor":
             continue
         if cls in by_class and node_id not in original.get(cls, ()):
-            used[by_class[cls]] = used.get(by_class[cls], 0) + 1
+            used[by_class[cls]] += 1
             continue
         after = view.nodes[node_id].ctor
         befores = [view.nodes[n].ctor for n in original.get(cls, ()) if n != node_id] or (
@@ -33,5 +33,5 @@ def rules_used(view: EGraphView, choice: Choice, original: Mapping[str, set[str]
         for before in befores:
             for name, (lhs, rhs) in heads.items():
                 if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs:
-                    used[name] = used.get(name, 0) + 1
-    return used
+                    used[name] += 1
+    return dict(used)

@@ -17,6 +17,9 @@ class Rule:
     doc: str
     commands: tuple[str, ...]
     decls: tuple[str, ...] = field(default=())  # relations/functions the rule needs, declared once
+    # (constructors its pattern's root can be, constructors its replacement builds; "*": the
+    # replacement is an existing e-class). The DSL compiler fills it in; None: read off the egglog.
+    rewrites: tuple[frozenset[str], frozenset[str]] | None = None
 
     def egglog_commands(self) -> list[str]:
         """The commands tagged with this rule's ruleset and name (``name/k`` when there are several)."""
@@ -40,13 +43,16 @@ _ROOT = re.compile(r"\(= _root \((\w+)|\(rewrite \((\w+)|\(birewrite \((\w+)")
 
 
 def rewrite_heads(rule: Rule) -> tuple[set[str], set[str]]:
-    """(constructors a rule rewrites away, constructors its replacement builds) read off its egglog.
+    """(constructors a rule rewrites away, constructors its replacement builds).
 
     The report uses them to tell which fired rules the extracted program actually relies on: a class
     whose chosen e-node differs from the input's was rewritten by a rule whose pattern has the
     input's constructor at the root and whose replacement builds the chosen one ("*" when the
-    replacement is an existing e-class, as in ``cat(split(x)) = x``).
+    replacement is an existing e-class, as in ``cat(split(x)) = x``). DSL and built-in rules say so
+    in ``Rule.rewrites``; only a user's hand-written egglog rule is read off its text.
     """
+    if rule.rewrites is not None:
+        return set(rule.rewrites[0]), set(rule.rewrites[1])
     lhs: set[str] = set()
     rhs: set[str] = set()
     for cmd in rule.commands:

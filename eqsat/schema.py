@@ -5,57 +5,51 @@ arguments are cons lists (``TList``) so rules over "all pieces of a split" join 
 instead of indexing into vectors. Static int lists (sizes, shapes, permutations) are ``IVec``.
 Pointwise ops are one constructor per arity taking the op key as a string, so a rule about "every
 pointwise op" is written once. Every dim is non-negative: lowering normalises them.
-"""
 
-SORTS = r"""
-(sort IVec (Vec i64))
-(datatype*
-  (Tensor
-    (Input String)
-    (Param String)
-    (Scalar String)
-    (NoneT)
-    (Unary String Tensor)
-    (Binary String Tensor Tensor)
-    (Ternary String Tensor Tensor Tensor)
-    (Reduce String Tensor IVec i64)
-    (Softmax String Tensor i64)
-    (LayerNorm Tensor IVec Tensor Tensor String)
-    (Linear Tensor Tensor Tensor)
-    (Mm Tensor Tensor)
-    (Bmm Tensor Tensor)
-    (Matmul Tensor Tensor)
-    (Addmm Tensor Tensor Tensor)
-    (Baddbmm Tensor Tensor Tensor)
-    (Narrow Tensor i64 i64 i64)
-    (View Tensor IVec)
-    (Permute Tensor IVec)
-    (Expand Tensor IVec)
-    (Unsqueeze Tensor i64)
-    (Squeeze Tensor i64)
-    (Contiguous Tensor)
-    (Cat TList i64)
-    (Stack TList i64)
-    (Get TTuple i64))
-  (TTuple
-    (Split Tensor IVec i64)
-    (Opaque String TList))
-  (TList
-    (TNil)
-    (TCons Tensor TList)))
-(function shape (Tensor) IVec :merge old)
-(function dtype (Tensor) String :merge old)
-(relation IsParam (Tensor))
-(relation Same (Tensor Tensor))
+The constructors and the dtype facts are generated from the op registry (``eqsat.ops``).
 """
+from __future__ import annotations
+
+import json
+
+from . import ops
 
 # Constructors whose e-nodes are tensor programs (the rest of the serialized e-graph is analysis).
-TERM_SORTS = ("Tensor", "TTuple", "TList")
+TERM_SORTS = (ops.TENSOR, ops.TTUPLE, ops.TLIST)
 
-# Rulesets: one per rule family plus the shape analysis, which always runs to a fixpoint.
-SHAPE_RULESET = "analysis"
+# Rulesets: one per rule family plus the analysis (shapes, dtypes, derived functions, list
+# relations), which always runs to a fixpoint. Rules that add analysis commands name it from here.
+ANALYSIS = "analysis"
 
 # Equalities inserted from Python (horizontal fusion groups) are ``Same`` rows, unioned by one rule in
 # one run: a top-level ``union`` per pair rebuilds the whole e-graph each time (4 s for 700 pairs).
 SEED_RULESET = "seed"
 SEED_RULE = f'(rule ((Same a b)) ((union a b)) :ruleset {SEED_RULESET} :name "same")'
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+ANALYSIS_TABLES = """
+(function shape (Tensor) IVec :merge old)
+(function dtype (Tensor) String :merge old)
+(relation IsParam (Tensor))
+(relation Same (Tensor Tensor))
+(relation KeepsDtype (String))
+(relation KeepsIntDtype (String))
+(relation BoolResult (String))
+(relation FloatDtype (String))
+"""
+
+
+def sorts() -> str:
+    """The ``datatype*`` declaration of every constructor in the registry, then the analysis tables."""
+    by_sort: dict[str, list[str]] = {s: [] for s in TERM_SORTS}
+    for ctor, (args, sort) in ops.constructors().items():
+        by_sort[sort].append(f"({ctor}{''.join(' ' + a for a in args)})")
+    body = "\n".join(f"  ({sort}\n" + "\n".join(f"    {c}" for c in cs) + ")" for sort, cs in by_sort.items())
+    return f"(sort IVec (Vec i64))\n(datatype*\n{body})\n{ANALYSIS_TABLES}"
+
+
+def dtype_facts() -> list[str]:
+    """The dtype facts the analysis rules read: which op keys keep / set which dtypes."""
+    facts = [f"({rel} {json.dumps(k)})" for rel, keys in ops.dtype_facts().items() for k in keys]
+    return facts + [f"(FloatDtype {json.dumps(d)})" for d in FLOAT_DTYPES]

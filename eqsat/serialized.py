@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Iterable
+
+import networkx as nx
 
 from .schema import TERM_SORTS
 
 Arg = tuple  # ("class", class_id) for a term child, ("lit", value) for a literal
+Choice = dict[str, str]  # e-class → chosen e-node id: a program read out of the e-graph
 
 
 @dataclass
@@ -40,6 +44,18 @@ class EGraphView:
     @property
     def num_nodes(self) -> int:
         return len(self.nodes)
+
+
+ROOT = object()  # the source of a choice graph: an edge to every root, in order
+
+
+def choice_graph(view: EGraphView, roots: Iterable[str], choice: Choice) -> nx.DiGraph:
+    """Class → child class edges of the program ``choice`` describes, children in argument order,
+    plus ``ROOT`` → each root: walks from ``ROOT`` visit exactly what the roots use."""
+    g = nx.DiGraph()
+    g.add_edges_from((ROOT, r) for r in roots)
+    g.add_edges_from((cls, k) for cls, nid in choice.items() for k in view.nodes[nid].children)
+    return g
 
 
 def _decode(raw: dict, node_id: str):

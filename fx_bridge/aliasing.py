@@ -55,18 +55,25 @@ def alias_signature(gm: torch.fx.GraphModule, key: str | None = None,
     ranges overlap: activations an AOT forward graph saves for its backward, and gradients, may be
     disjoint slices of one batched buffer (batch fusions write them so)."""
     sources = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]
-    source_keys = [torch_compat.storage_key(_value(n, key)) for n in sources]
     leaves = output_leaves(gm)
-    vals = [_value(x, key) if isinstance(x, torch.fx.Node) else None for x in leaves]
-    leaf_keys = [torch_compat.storage_key(v) for v in vals]
+    return _signature(sources, [_value(n, key) for n in sources], leaves,
+                      [_value(x, key) if isinstance(x, torch.fx.Node) else None for x in leaves], strict_outputs)
+
+
+def _signature(sources: list, source_vals: list, leaves: list, leaf_vals: list,
+               strict_outputs: int | None) -> list[LeafAlias | None]:
+    """``sources``/``leaves`` are the identities (FX nodes, or the tensors themselves), ``*_vals``
+    the tensors whose storages are compared."""
+    source_keys = [torch_compat.storage_key(v) for v in source_vals]
+    leaf_keys = [torch_compat.storage_key(v) for v in leaf_vals]
     sig: list[LeafAlias | None] = []
     for i, (leaf, k) in enumerate(zip(leaves, leaf_keys)):
         if k is None:
             sig.append(None)
             continue
-        ins = frozenset(j for j, sk in enumerate(source_keys) if sk is not None and sk == k)
-        outs = frozenset(j for j in range(i) if leaf_keys[j] is not None and leaf_keys[j] == k
-                         and (_strict(i, j, strict_outputs) or _overlap(vals[i], vals[j])))
+        ins = frozenset(j for j, sk in enumerate(source_keys) if sk == k)
+        outs = frozenset(j for j in range(i) if leaf_keys[j] == k
+                         and (_strict(i, j, strict_outputs) or _overlap(leaf_vals[i], leaf_vals[j])))
         same = {f"in{j}" for j in ins if sources[j] is leaf} | {f"out{j}" for j in outs if leaves[j] is leaf}
         sig.append(LeafAlias(ins, outs, frozenset(same)))
     return sig
@@ -144,18 +151,7 @@ def _describe(a: LeafAlias) -> str:
     return ", ".join(parts) or "nothing"
 
 
-def real_signature(inputs: list[Any], outputs: list[Any], strict_outputs: int | None = None) -> list[tuple | None]:
+def real_signature(inputs: list[Any], outputs: list[Any],
+                   strict_outputs: int | None = None) -> list[LeafAlias | None]:
     """The same signature for real tensors after a run (validation compares eager's and ours)."""
-    in_keys = [torch_compat.storage_key(x) for x in inputs]
-    out_keys = [torch_compat.storage_key(x) for x in outputs]
-    sig: list[tuple | None] = []
-    for i, (x, k) in enumerate(zip(outputs, out_keys)):
-        if k is None:
-            sig.append(None)
-            continue
-        sig.append((frozenset(j for j, ik in enumerate(in_keys) if ik is not None and ik == k),
-                    frozenset(j for j in range(i) if out_keys[j] is not None and out_keys[j] == k
-                              and (_strict(i, j, strict_outputs) or _overlap(x, outputs[j]))),
-                    frozenset(f"in{j}" for j, y in enumerate(inputs) if y is x)
-                    | frozenset(f"out{j}" for j, y in enumerate(outputs[:i]) if y is x)))
-    return sig
+    return _signature(inputs, inputs, outputs, outputs, strict_outputs)

@@ -1,9 +1,10 @@
 """How raising spells terms in Aten-IR: the post-grad graph is functional Aten, so every new node is
 an ``torch.ops.aten`` overload (no ``torch.*`` functions, no methods).
 
-One row per constructor. ``Linear``/``Matmul`` have no row: they are composite ops Inductor has
-already decomposed before post-grad passes, no rule creates them from ``mm``/``addmm``, and raising
-one raises ``NotImplementedError`` so the pass keeps the graph it was given.
+A constructor whose registry row names an ``aten`` overload taking the term's arguments in order is
+spelled with it; the others are written out below. ``Linear``/``Matmul`` have no overload: they are
+composite ops Inductor has already decomposed before post-grad passes, no rule creates them from
+``mm``/``addmm``, and raising one raises ``NotImplementedError`` so the pass keeps its graph.
 """
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any, Callable
 
 import torch
 
+from eqsat import ops
+
 from . import torch_compat
-from .targets import ATEN
+from .targets import aten_name, aten_overload
 
 aten = torch.ops.aten
 
@@ -31,7 +34,7 @@ def pointwise_overload(name: str, operands: list, attrs: dict) -> Any:
     packet = getattr(aten, name, None)
     for overload in packet.overloads() if packet is not None else ():
         op = getattr(packet, overload)
-        if ATEN.get(op) == name and _fits(op, operands, attrs):
+        if aten_name(op) == name and _fits(op, operands, attrs):
             return op
     raise NotImplementedError(f"no aten overload of {name} for operands {[type(x).__name__ for x in operands]}")
 
@@ -90,23 +93,29 @@ def _composite(r, a: list):
     raise NotImplementedError("Linear/Matmul have no post-grad Aten spelling")
 
 
-SPELLING: dict[str, Callable[[Any, list], Any]] = {
-    "Linear": _composite, "Matmul": _composite,
-    "Mm": lambda r, a: r.call(aten.mm.default, *a),
-    "Bmm": lambda r, a: r.call(aten.bmm.default, *a),
-    "Addmm": lambda r, a: r.call(aten.addmm.default, *a),
-    "Baddbmm": lambda r, a: r.call(aten.baddbmm.default, *a),
+def _direct(spelled: str) -> Callable[[Any, list], Any]:
+    target = aten_overload(spelled)
+    return lambda r, a: r.call(target, *(list(x) if isinstance(x, tuple) else x for x in a))
+
+
+_WRITTEN_OUT: dict[str, Callable[[Any, list], Any]] = {
     "Narrow": lambda r, a: r.call(aten.slice.Tensor, a[0], a[1], a[2], a[2] + a[3]),
-    "View": lambda r, a: r.call(aten.reshape.default, a[0], list(a[1])),
-    "Permute": lambda r, a: r.call(aten.permute.default, a[0], list(a[1])),
-    "Expand": lambda r, a: r.call(aten.expand.default, a[0], list(a[1])),
-    "Unsqueeze": lambda r, a: r.call(aten.unsqueeze.default, *a),
-    "Squeeze": lambda r, a: r.call(aten.squeeze.dim, *a),
     "Contiguous": lambda r, a: r.call(aten.clone.default, a[0], memory_format=torch.contiguous_format),
-    "Cat": lambda r, a: r.call(aten.cat.default, list(a[0]), a[1]),
     "Stack": _stack,
-    "Split": lambda r, a: r.call(aten.split_with_sizes.default, a[0], list(a[1]), a[2]),
     "Reduce": _reduce,
-    "Softmax": lambda r, a: r.call(getattr(aten, f"_{a[0]}").default, a[1], a[2], False),
+    "Softmax": lambda r, a: r.call(aten_overload(ops.BY_NAME[a[0]].aten), a[1], a[2], False),
     "LayerNorm": _layer_norm,
 }
+
+
+def _spelling() -> dict[str, Callable[[Any, list], Any]]:
+    """Constructor → how raising writes it in Aten-IR (pointwise ops: ``pointwise``)."""
+    out: dict[str, Callable[[Any, list], Any]] = {}
+    for op in ops.ALL_OPS:
+        if op.category in (ops.Category.SOURCE, ops.Category.OPAQUE, ops.Category.POINTWISE) or op.ctor == "Get":
+            continue
+        out.setdefault(op.ctor, _WRITTEN_OUT.get(op.ctor) or (_direct(op.aten) if op.aten else _composite))
+    return out
+
+
+SPELLING = _spelling()

@@ -7,8 +7,8 @@ input for ``batch_linear_lhs``); each key's members are split greedily, in topol
 subsets where no member is an ancestor of another (the term graph is a networkx DAG); every subset
 of 2 or more is built once in its batched form and each member is unioned with its piece of it:
 
-    (let $hz3 (Bmm (Stack xs 0) (Permute (Stack ws 0) (vec-of 0 2 1))))
-    (union $t17 (Squeeze (Get (Split $hz3 (vec-of 1 1 1) 0) 1) 0))
+    hz3 = bmm(stack(xs, 0), permute(stack(ws, 0), [0, 2, 1]))          # Program.let
+    t17 ≡ squeeze(split(hz3, [1, 1, 1], 0)[1], 0)                        # Program.same
 
 Nothing here decides whether fusing pays: the extractor prices both forms with the Inductor-shaped
 cost model, so a group of two tiny ops stays unfused. The unions are inserted once, before
@@ -20,28 +20,28 @@ are covered by the same code.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Hashable, Iterator, Sequence
 
 import networkx as nx
 
 from eqsat.ops import op_name_of_key
+from eqsat.terms import IVec, Program, Ref, Term, TList
 from rules.batch import BATCH_RULES, FAMILY
 
 from .lower import Lowered
-from .terms import IVec, Ref, Term, TList, render
 
 NONE = Term("NoneT", ())
-NONE_FACTS = ["(set (shape (NoneT)) (vec-empty))", '(set (dtype (NoneT)) "scalar")']
 
 
-class Unions(list):
-    """The egglog commands (a plain list, as ``Session.commands`` wants) and ``counts``: how many
+class Unions(Program):
+    """The fused forms and ``same`` pairs (a program for ``Session.load``), plus ``counts``: how many
     groups each batch rule inserted, for ``Report.rules_fired``."""
 
-    def __init__(self, commands: Sequence[str] = (), counts: dict[str, int] | None = None):
-        super().__init__(commands)
-        self.counts = dict(counts or {})
+    def __init__(self):
+        super().__init__()
+        self.counts: Counter = Counter()
         self.inserted: dict[str, str] = {}  # let of a fused-form term → the batch rule that made it
 
 
@@ -345,22 +345,39 @@ def find_groups(low: Lowered, disabled: Sequence[str] = ()) -> list[tuple[str, B
 
 
 def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
-    """egglog commands that union each fusible group's members with their piece of the fused form."""
+    """A program that unions each fusible group's members with their piece of the fused form."""
     ctx = _Ctx(low)
     out = Unions()
+    uses_none = False
     for gi, (rule, build, members) in enumerate(find_groups(low, disabled)):
         lets: list[str] = []
 
         def bind(term: Term) -> Ref:
+            nonlocal uses_none
             name = f"$hz{gi}_{len(lets)}"
             lets.append(name)
             out.inserted[name] = rule
-            out.append(f"(let {name} {render(term)})")
-            return Ref(name)
+            uses_none |= _mentions(term, NONE)
+            return out.let(name, term)
 
         pieces = build(ctx, [low.originals[m] for m in members], bind)
-        out.extend(f"(Same {m} {render(p)})" for m, p in zip(members, pieces))  # unioned by Session.seed
-        out.counts[rule] = out.counts.get(rule, 0) + 1
-    if any(render(NONE) in cmd for cmd in out):
-        out[:0] = NONE_FACTS  # the facts lowering gives every NoneT it emits (norm costs read them)
+        for m, p in zip(members, pieces):
+            uses_none |= _mentions(p, NONE)
+            out.same(Ref(m), p)  # unioned by Session.seed
+        out.counts[rule] += 1
+    if uses_none:  # the facts lowering gives every NoneT it emits (norm costs read them)
+        facts = Program()
+        facts.set_shape(NONE, ())
+        facts.set_dtype(NONE, "scalar")
+        out.commands[:0] = facts.commands
     return out
+
+
+def _mentions(x, term: Term) -> bool:
+    if x == term:
+        return True
+    if isinstance(x, Term):
+        return any(_mentions(a, term) for a in x.args)
+    if isinstance(x, TList):
+        return any(_mentions(a, term) for a in x.items)
+    return False

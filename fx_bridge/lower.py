@@ -15,16 +15,11 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.fx.node import map_aggregate
 
+from eqsat import ops
+from eqsat.terms import IVec, KeyTable, Program, Ref, Term, TList, render
+
 from . import torch_compat
-from .targets import INPLACE_OPERATORS, PW_PARAMS, canonical_name, target_label
-from .terms import IVec, KeyTable, Ref, Term, TList, render
-
-from eqsat.ops import BINARY, TERNARY, UNARY
-from rules.shape import KEEPS_DTYPE
-
-UNARY_NAMES = {op.name for op in UNARY}
-BINARY_NAMES = {op.name for op in BINARY}
-TERNARY_NAMES = {op.name for op in TERNARY}
+from .targets import INPLACE_OPERATORS, canonical_name, target_label
 
 PW_DEFAULTS = {"alpha": 1, "rounding_mode": None, "inplace": False, "approximate": "none", "min": None,
                "max": None, "value": 1, "decimals": 0, "eps": None}
@@ -75,7 +70,7 @@ class Slot:
 @dataclass
 class Lowered:
     gm: torch.fx.GraphModule
-    commands: list[str] = field(default_factory=list)
+    program: Program = field(default_factory=Program)         # lets and facts, for Session.load
     roots: list[str] = field(default_factory=list)           # lets the program must produce
     output: Any = None                                       # output structure with Ref/const leaves
     node_of_let: dict[str, torch.fx.Node] = field(default_factory=dict)
@@ -124,7 +119,7 @@ class _Lowerer:
         self._count += 1
         ref = Ref(f"$t{self._count}")
         self._memo[text] = ref
-        self.out.commands.append(f"(let {ref.let} {text})")
+        self.out.program.let(ref.let, term)
         self.out.originals[ref.let] = term
         if shape is not None:
             self.set_facts(ref, tuple(int(s) for s in shape), dtype)
@@ -134,10 +129,10 @@ class _Lowerer:
         if ref.let in self.out.shapes:
             return
         self.out.shapes[ref.let] = shape
-        self.out.commands.append(f"(set (shape {ref.let}) {render(IVec(shape))})")
+        self.out.program.set_shape(ref, shape)
         if dtype is not None:
             self.out.dtypes[ref.let] = dtype
-            self.out.commands.append(f'(set (dtype {ref.let}) "{dtype}")')
+            self.out.program.set_dtype(ref, dtype)
 
     def shape(self, ref: Ref) -> tuple:
         try:
@@ -195,7 +190,7 @@ class _Lowerer:
                         tuple(val.shape), dtype_name(val.dtype))
         if is_param:
             self.out.params.add(ref.let)
-            self.out.commands.append(f"(IsParam {ref.let})")
+            self.out.program.mark_param(ref)
         self.out.node_of_let.setdefault(ref.let, n)
         return ref
 
@@ -242,7 +237,7 @@ class _Lowerer:
                 v = self.values[x]
                 if isinstance(v, TupleVal):
                     v = tuple(v.piece(i) for i in range(v.n))
-                    self.out.roots.extend(r.let for r in v)
+                    self.out.roots.extend(r.let for r in v if isinstance(r, Ref))
                 elif isinstance(v, Ref):
                     self.out.roots.append(v.let)
                 return v
@@ -258,13 +253,17 @@ class _Lowerer:
                 "size", "dim", "numel", "add", "sub", "mul", "floor_divide", "getitem", "div"):
             return val  # static shape arithmetic: folded into its consumers
         args = map_aggregate(n.args, self.value_of)
-        kwargs = map_aggregate(dict(n.kwargs), self.value_of)
+        kwargs = dict(map_aggregate(dict(n.kwargs), self.value_of))
+        if not args:  # torch.split(tensor=x, ...), torch.unbind(input=x): the tensor goes first
+            first = next((k for k in ("input", "tensor", "self") if k in kwargs), None)
+            if first is not None:
+                args = (kwargs.pop(first),)
         if n in self.pinned:
             return self.opaque(n, args, kwargs)
         if name is not None and not self.is_random(n, name):
             handler = HANDLERS.get(name)
-            if handler is None and name in UNARY_NAMES | BINARY_NAMES | TERNARY_NAMES:
-                handler = _pointwise
+            if handler is None and ops.pointwise_arity(name) is not None:
+                handler = _lower_pointwise
             if handler is not None:
                 result = handler(self, n, name, args, kwargs)
                 if result is not NotImplemented:
@@ -300,8 +299,9 @@ class _Lowerer:
         t_kwargs = map_aggregate(kwargs, slot)
         if isinstance(val, torch.Tensor):
             out = "tensor"
-        elif isinstance(val, (tuple, list)) and val and all(isinstance(v, torch.Tensor) for v in val):
-            out = "tuple"
+        elif isinstance(val, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in val) and all(
+                isinstance(v, torch.Tensor) or _static_scalar(v) for v in val):
+            out = "tuple"  # native_layer_norm_backward's None grads, SDPA's int seeds: constants
         elif val is None and not n.users:
             out = "none"
         else:
@@ -321,8 +321,17 @@ class _Lowerer:
             return self.emit(Term("Get", (tup, 0)))
         if out == "tuple":
             k = len(val)
-            return TupleVal(lambda i: self.emit(Term("Get", (tup, _norm_dim(i, k)))), k, tup)
+
+            def piece(i: int) -> Any:
+                i = _norm_dim(i, k)
+                return self.emit(Term("Get", (tup, i))) if isinstance(val[i], torch.Tensor) else val[i]
+
+            return TupleVal(piece, k, tup)
         return None
+
+
+def _static_scalar(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float, bool)) and not torch_compat.is_symbolic(v))
 
 
 def _arg(args: Sequence, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
@@ -345,8 +354,8 @@ def _out_meta(n: torch.fx.Node) -> tuple[tuple, str]:
 
 
 # -- handlers: (lowerer, node, name, args, kwargs) → value; NotImplemented → opaque ----------------
-def _pointwise(lw: _Lowerer, n, name, args, kwargs):
-    arity = 1 if name in UNARY_NAMES else 2 if name in BINARY_NAMES else 3
+def _lower_pointwise(lw: _Lowerer, n, name, args, kwargs):
+    arity = ops.pointwise_arity(name)
     if len(args) < arity:
         operands = list(args) + [kwargs.pop(k) for k in ("other", "exponent", "end", "weight") if k in kwargs]
         operands += [kwargs.pop(k) for k in ("input", "self") if k in kwargs]
@@ -355,7 +364,7 @@ def _pointwise(lw: _Lowerer, n, name, args, kwargs):
         args, rest = tuple(operands[:arity]), ()
     else:
         args, rest = tuple(args[:arity]), tuple(args[arity:])
-    params = PW_PARAMS.get(name, ())
+    params = ops.BY_NAME[name].params
     if len(rest) > len(params):
         return NotImplemented
     attrs = dict(zip(params, rest))
@@ -366,15 +375,15 @@ def _pointwise(lw: _Lowerer, n, name, args, kwargs):
     if not any(isinstance(a, Ref) for a in args):
         return NotImplemented
     try:
-        ops = tuple(lw.operand(a) for a in args)
+        operands = tuple(lw.operand(a) for a in args)
     except Unsupported:
         return NotImplemented
     ctor = {1: "Unary", 2: "Binary", 3: "Ternary"}[arity]
     key = lw.out.keys.key(name, attrs)
-    if key != name and name in KEEPS_DTYPE and key not in lw.float_keys:
+    if key != name and ops.keeps_dtype(name) and key not in lw.float_keys:
         lw.float_keys.add(key)  # the analysis only knows plain names: this key keeps a float dtype too
-        lw.out.commands.append(f'(KeepsDtype "{key}")')
-    return lw.emit(Term(ctor, (key,) + ops))
+        lw.out.program.keeps_dtype(key)
+    return lw.emit(Term(ctor, (key,) + operands))
 
 
 def _to_dtype(lw: _Lowerer, n, name, args, kwargs):
@@ -604,18 +613,16 @@ def _split(lw, n, name, args, kwargs):
 
 def _tensor_list(lw, xs: Any) -> list[Ref] | None:
     if isinstance(xs, TupleVal):
-        return [xs.piece(i) for i in range(xs.n)]
+        xs = [xs]
     if not isinstance(xs, (list, tuple)):
         return None
-    out: list[Ref] = []
+    out: list = []
     for x in xs:
         if isinstance(x, TupleVal):
             out.extend(x.piece(i) for i in range(x.n))
-        elif isinstance(x, Ref):
-            out.append(x)
         else:
-            return None
-    return out
+            out.append(x)
+    return out if all(isinstance(x, Ref) for x in out) else None
 
 
 def _cat(lw, n, name, args, kwargs):
@@ -729,7 +736,7 @@ HANDLERS: dict[str, Callable] = {
     "double": _to_dtype, "bfloat16": _to_dtype, "int": _to_dtype, "long": _to_dtype, "bool": _to_dtype,
     "dropout": _identity_unless_random, "positive": _identity_unless_random, "detach": _detach,
     "contiguous": _copy, "clone": _copy,
-    "view": _view_like, "reshape": _view_like, "flatten": _view_like, "unflatten": _view_like,
+    "view": _view_like, "_unsafe_view": _view_like, "reshape": _view_like, "flatten": _view_like, "unflatten": _view_like,
     "view_as": _view_like, "expand": _expand, "expand_as": _expand, "broadcast_to": _expand,
     "permute": _permute, "transpose": _permute, "t": _permute, "movedim": _permute,
     "unsqueeze": _unsqueeze, "squeeze": _squeeze, "narrow": _narrow, "select": _select,
@@ -779,5 +786,5 @@ def random_nodes(gm: torch.fx.GraphModule) -> set[torch.fx.Node]:
 
 
 def lower(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Lowered:
-    """Lower a Torch-IR graph to egglog commands; raises :class:`Unsupported` for unsafe graphs."""
+    """Lower a Torch-IR (or Aten-IR) graph to a term program; raises :class:`Unsupported` for unsafe graphs."""
     return _Lowerer(gm, example_inputs).run()

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from contextlib import contextmanager
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import torch
 
-from eqsat.cost import CostModel
-from eqsat.egraph import Session
-from eqsat.cost import ProgramCost
-from eqsat.extract import bottom_up, extract
+from eqsat.cost import CostModel, ProgramCost
+from eqsat.egraph import Budget, Session
+from eqsat.extract import Extraction, extract
+from eqsat.original import InputProgram, input_program
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
-from eqsat.serialized import parse
+from eqsat.serialized import EGraphView, parse
 from rules.library import select, shape_rules
 
 from .horizontal import horizontal_unions
@@ -26,7 +28,6 @@ from .aliasing import alias_signature, match_aliasing
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
-from .original import original_program
 from .raising import raise_graph, refresh_fake_values
 from .report import Report
 from .validation import ValidationError, validate  # noqa: F401  (ValidationError: re-exported)
@@ -46,7 +47,7 @@ def _phase(report: Report, name: str):
     try:
         yield
     finally:
-        report.phase_seconds[name] = report.phase_seconds.get(name, 0.0) + time.perf_counter() - t0
+        _add_counts(report.phase_seconds, {name: time.perf_counter() - t0})
 
 
 def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
@@ -71,10 +72,11 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     current_gm, current_low = gm, low
     for fam in families:
         fam_rules = rules if fam is None else [r for r in rules if r.family == fam]
-        current_gm, changed = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs,
-                                         aliasing, user_outputs)
-        report.changed |= changed
-        if fam is not None and families[-1] != fam and changed:
+        result = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs,
+                            aliasing, user_outputs)
+        current_gm = result.gm
+        report.changed |= result.changed
+        if fam is not None and families[-1] != fam and result.changed:
             with _phase(report, "lower"):
                 current_low = lower(current_gm, example_inputs)
     if not report.changed and not opts.always_raise:
@@ -85,51 +87,56 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     return current_gm, report
 
 
+@dataclass
+class Built:
+    """A session holding the input program (and the horizontal candidates), priced before any rule ran."""
+
+    session: Session
+    before: ProgramCost
+    inserted: dict[str, str] = field(default_factory=dict)  # let of a fused form → its batch rule
+    offered: Counter = field(default_factory=Counter)        # batch rule → groups inserted
+
+
+@dataclass
+class Extracted:
+    view: EGraphView
+    input: InputProgram       # the input program inside the saturated e-graph
+    extraction: Extraction
+
+
+@dataclass
+class Round:
+    """One build → saturate → extract → raise round: the graph it ends with, and whether it changed."""
+
+    gm: torch.fx.GraphModule
+    changed: bool
+
+
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
-               example_inputs, aliasing: list, user_outputs: int | None) -> tuple[torch.fx.GraphModule, bool]:
+               example_inputs, aliasing: list, user_outputs: int | None) -> Round:
     cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
     with _phase(report, "build"):
-        session = Session(rules, shape_rules())
-        session.commands(low.commands)
-        before = _input_cost(session, low, cost)
-        inserted: dict[str, str] = {}
-        if opts.horizontal and _has_family(rules, "batch"):
-            unions = horizontal_unions(low, opts.disabled)
-            inserted = unions.inserted
-            session.commands(unions)
-            for k, v in unions.counts.items():  # groups offered; the extractor decides which stay
-                report.rules_fired[k] = report.rules_fired.get(k, 0) + v
+        built = build(low, rules, opts, cost)
+    _add_counts(report.rules_fired, built.offered)  # groups offered; the extractor decides which stay
     with _phase(report, "saturate"):
-        sat = session.saturate(opts.budget)
+        sat = built.session.saturate(opts.budget)
     report.egraph_sizes.extend(sat.sizes)
     report.stop_reason = sat.stop_reason
-    for k, v in sat.fired.items():
-        report.rules_fired[k] = report.rules_fired.get(k, 0) + v
+    _add_counts(report.rules_fired, sat.fired)
     with _phase(report, "extract"):
-        view = parse(session.serialize())
-        roots = [view.lets[let] for let in low.roots]
-        original, fx_of_enode, input_nodes = original_program(low, view)
-        ex = extract(view, roots, cost, opts.ilp_seconds, original=original)
-    report.extractor, report.ilp_status, report.ilp_gap = ex.extractor, ex.ilp_status, ex.gap
-    if not report.cost_before:
-        report.cost_before, report.kernels_before = before.cost, before.kernels
-    improved = ex.cost < before.cost * (1 - 1e-9)
-    if not improved:
-        report.cost_after, report.kernels_after = before.cost, before.kernels
-        if not opts.always_raise:
-            return gm, False
-    else:
-        report.cost_after, report.kernels_after = ex.cost, ex.after.kernels
-        for k, v in rules_used(view, ex.choice, input_nodes, rules, report.rules_fired, inserted).items():
-            report.rules_used[k] = report.rules_used.get(k, 0) + v
+        ex = extract_program(built, low, cost, opts)
+    _record(report, built, ex, rules)
+    before, improved = built.before, ex.extraction.improved
+    if not improved and not opts.always_raise:
+        return Round(gm, False)
     with _phase(report, "raise"):
-        new_gm = raise_graph(low, view, ex.choice, roots, example_inputs, fx_of_enode)
+        new_gm = raise_program(low, ex, example_inputs)
         try:
             repair = match_aliasing(aliasing, new_gm, low.dialect, user_outputs)
         except Unsupported as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels
-            return gm, False
+            return Round(gm, False)
         if repair.copies or repair.views:
             refresh_fake_values(new_gm, example_inputs, low.dialect)
     if repair.copies:  # priced: a copy kernel each, reading and writing the output once
@@ -142,17 +149,61 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             report.cost_after, report.kernels_after = before.cost, before.kernels
             report.rules_used.clear()
             if not opts.always_raise:
-                return gm, False
+                return Round(gm, False)
             improved = False
-    return new_gm, improved
+    return Round(new_gm, improved)
 
 
-def _input_cost(session: Session, low: Lowered, cost: CostModel) -> ProgramCost:
-    """The input program's cost, priced before any rule ran: one e-node per class, so this is the
-    program exactly as written (after saturation, classes it shares with rewrites are merged)."""
-    view = parse(session.serialize())
-    roots = [view.lets[let] for let in low.roots]
-    return cost.program_cost(view, bottom_up(view, roots, cost.node_cost), roots)
+def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel) -> Built:
+    """A session with the rules and the input program, priced as written (before any rule ran:
+    one e-node per class), plus the horizontal fusion candidates when the batch family runs."""
+    session = Session(rules, shape_rules())
+    session.load(low.program)
+    before = input_program(parse(session.serialize()), low.originals, low.roots, cost).cost
+    built = Built(session, before)
+    if opts.horizontal and _has_family(rules, "batch"):
+        unions = horizontal_unions(low, opts.disabled)
+        session.load(unions)
+        built.inserted, built.offered = unions.inserted, unions.counts
+    return built
+
+
+def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options) -> Extracted:
+    """The cheapest program in the saturated e-graph; the input program when nothing is cheaper."""
+    view = parse(built.session.serialize())
+    found = input_program(view, low.originals, low.roots)
+    ex = extract(view, found.roots, cost, opts.ilp_seconds, original=found.choice, before=built.before)
+    return Extracted(view, found, ex)
+
+
+def raise_program(low: Lowered, ex: Extracted, example_inputs) -> torch.fx.GraphModule:
+    """The chosen program as a GraphModule; input e-nodes keep their FX node's name and metadata."""
+    fx_of_enode: dict[str, torch.fx.Node] = {}
+    for let, enode in ex.input.enode_of_let.items():
+        if let in low.node_of_let:
+            fx_of_enode.setdefault(enode, low.node_of_let[let])
+    return raise_graph(low, ex.view, ex.extraction.choice, ex.input.roots, example_inputs, fx_of_enode)
+
+
+def _record(report: Report, built: Built, ex: Extracted, rules: list[Rule]) -> None:
+    """Costs before/after (the first round's input is the graph's), extractor and the rules used."""
+    x = ex.extraction
+    report.extractor, report.ilp_status, report.ilp_gap = x.extractor, x.ilp_status, x.gap
+    if not report.cost_before:
+        report.cost_before, report.kernels_before = built.before.cost, built.before.kernels
+    if not x.improved:
+        report.cost_after, report.kernels_after = built.before.cost, built.before.kernels
+        return
+    report.cost_after, report.kernels_after = x.cost, x.after.kernels
+    _add_counts(report.rules_used, rules_used(ex.view, x.choice, ex.input.nodes_of_class, rules,
+                                              report.rules_fired, built.inserted))
+
+
+def _add_counts(into: dict, more: Mapping) -> None:
+    """``into[k] += more[k]`` for every key (report fields stay plain dicts)."""
+    total = Counter(into)
+    total.update(more)
+    into.update(total)
 
 
 def _has_family(rules: list[Rule], family: str) -> bool:

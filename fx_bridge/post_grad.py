@@ -37,9 +37,14 @@ from .report import Report
 log = logging.getLogger("eqsat")
 
 _SOURCE_DIRS = ("fx_bridge", "eqsat", "rules")
-# Options that change what the pass emits; the rest (validate, inner) do not touch Aten graphs.
-_OUTPUT_OPTIONS = ("families", "disabled", "post_grad_disabled", "iterations", "max_nodes", "seconds", "max_graph_nodes", "mode",
-                   "always_raise", "horizontal", "ilp_seconds", "validate")
+# Options that cannot change what the pass emits, and why; every other option (a new one included)
+# is part of the cache key.
+_NOT_OUTPUT_OPTIONS = {
+    "inner": "the compiler after the pass", "post_grad": "the pass only runs when it is on",
+    "extra_rules": "not fingerprintable: no caching", "cost": "not fingerprintable: no caching",
+    "check": "user rules are checked before any pass runs",
+}
+_OUTPUT_OPTIONS = tuple(f.name for f in dataclasses.fields(Options) if f.name not in _NOT_OUTPUT_OPTIONS)
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,16 +12,18 @@ import math
 import operator
 from typing import Any, Sequence
 
+import networkx as nx
 import torch
 import torch.nn.functional as F
 from torch.fx.node import map_aggregate
 
-from eqsat.extract import Choice
-from eqsat.serialized import EGraphView, ENode
+from eqsat import ops
+from eqsat.serialized import ROOT, Choice, EGraphView, ENode
+from eqsat.terms import Ref
 
 from . import aten_spelling, torch_compat
 from .lower import Lowered, OpaqueSpec, Slot, TupleVal
-from .terms import Ref
+from .targets import torch_callable
 
 _OPERATOR_OF = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
@@ -29,11 +31,10 @@ _OPERATOR_OF = {
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
     "ge": operator.ge, "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
 }
-_CALLS = {
-    "Mm": torch.mm, "Bmm": torch.bmm, "Matmul": torch.matmul, "Addmm": torch.addmm,
-    "Baddbmm": torch.baddbmm, "Linear": F.linear, "Narrow": torch.narrow, "Unsqueeze": torch.unsqueeze,
-    "Squeeze": torch.squeeze,
-}
+# Constructors with their own registry row, raised as that row's Torch-IR target.
+_TORCH_TARGETS = {op.ctor: op.torch for op in ops.ALL_OPS
+                  if op.torch is not None and op.category is not ops.Category.POINTWISE
+                  and op.ctor not in ("Reduce", "Softmax", "LayerNorm")}
 # Per dialect, constructors spelled differently from the Torch-IR default below.
 _SPELLINGS = {"torch": {}, "aten": aten_spelling.SPELLING}
 # Meta keys a fresh node's fake value goes under: Dynamo reads example_value, Inductor val.
@@ -42,6 +43,9 @@ _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
 def resolve_pointwise(name: str):
+    op = ops.BY_NAME.get(name)
+    if op is not None and op.torch is not None:
+        return torch_callable(op.torch)
     for ns in (torch, F, torch.special):
         fn = getattr(ns, name, None)
         if callable(fn):
@@ -91,18 +95,13 @@ class _Raiser:
         return list(dict.fromkeys(self.view.nodes[self.choice[cls]].children))
 
     def emit_all(self, roots: Sequence[str]) -> None:
-        """Post-order over the chosen DAG without recursion (graphs can be thousands deep)."""
-        for root in roots:
-            stack = [(root, False)]
-            while stack:
-                cls, ready = stack.pop()
-                if cls in self.env:
-                    continue
-                if ready:
-                    self.env[cls] = self.build(cls)
-                    continue
-                stack.append((cls, True))
-                stack.extend((d, False) for d in reversed(self.deps(cls)) if d not in self.env)
+        """Build every class the roots need, producers first (classes already built are leaves)."""
+        g = nx.DiGraph()
+        g.add_edges_from((ROOT, r) for r in roots)
+        g.add_edges_from((c, d) for c in self.choice if c not in self.env for d in self.deps(c))
+        for cls in nx.dfs_postorder_nodes(g, ROOT):
+            if cls is not ROOT and cls not in self.env:
+                self.env[cls] = self.build(cls)
 
     def build(self, cls: str) -> Any:
         orig = self._original_of(cls)
@@ -152,25 +151,13 @@ class _Raiser:
         if c == "Reduce":
             name, attrs = self.low.keys.decode(a[0])
             dim = list(a[2]) if name in ("sum", "mean") else (a[2][0] if name == "prod" else tuple(a[2]))
-            return self.call(getattr(torch, name), a[1], dim=dim, keepdim=bool(a[3]), **attrs)
+            return self.call(torch_callable(ops.BY_NAME[name].torch), a[1], dim=dim, keepdim=bool(a[3]), **attrs)
         if c == "Softmax":
-            return self.call(getattr(torch, a[0]), a[1], a[2])
+            return self.call(torch_callable(ops.BY_NAME[a[0]].torch), a[1], a[2])
         if c == "LayerNorm":
-            return self.call(F.layer_norm, a[0], list(a[1]), a[2], a[3], float(a[4]))
-        if c in _CALLS:
-            return self.call(_CALLS[c], *a)
-        if c == "View":
-            return self.call(torch.reshape, a[0], list(a[1]))
-        if c == "Permute":
-            return self.call(torch.permute, a[0], list(a[1]))
-        if c == "Expand":
-            return self.node("call_method", "expand", (a[0], list(a[1])))
-        if c == "Contiguous":
-            return self.node("call_method", "contiguous", (a[0],))
-        if c in ("Cat", "Stack"):
-            return self.call(torch.cat if c == "Cat" else torch.stack, list(a[0]), a[1])
-        if c == "Split":
-            return self.call(torch.split, a[0], list(a[1]), a[2])
+            return self.call(torch_callable(ops.BY_NAME["layer_norm"].torch), a[0], list(a[1]), a[2], a[3], float(a[4]))
+        if c in _TORCH_TARGETS:
+            return self.torch_call(_TORCH_TARGETS[c], a)
         if c == "Opaque":
             return self.opaque(self.low.opaque[a[0]], a[1])
         if c == "Get":
@@ -179,6 +166,13 @@ class _Raiser:
                 return a[0]
             return self.call(operator.getitem, a[0], a[1])
         raise NotImplementedError(f"cannot raise constructor {c}")
+
+    def torch_call(self, target: str, args: list) -> torch.fx.Node:
+        """A row's Torch-IR target (``Tensor.x`` is a method) with int-list arguments as lists."""
+        args = [list(x) if isinstance(x, tuple) else x for x in args]
+        if target.startswith("Tensor."):
+            return self.node("call_method", target.removeprefix("Tensor."), tuple(args))
+        return self.call(torch_callable(target), *args)
 
     def pointwise(self, key: str, operands: list) -> torch.fx.Node:
         name, attrs = self.low.keys.decode(key)
@@ -206,7 +200,7 @@ class _Raiser:
 def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[str],
                 example_inputs: Sequence[Any], fx_of_enode: dict[str, torch.fx.Node]) -> torch.fx.GraphModule:
     """Build the GraphModule that computes ``low``'s outputs with the e-nodes in ``choice``;
-    ``fx_of_enode`` names the original FX node of each input e-node (see ``original_program``)."""
+    ``fx_of_enode`` names the original FX node of each input e-node (see ``eqsat.original.input_program``)."""
     r = _Raiser(low, view, choice, fx_of_enode)
     for ph in low.placeholders:
         new = r.graph.node_copy(ph, lambda a: a)

@@ -1,18 +1,20 @@
-"""Which torch callables and methods spell which canonical op.
+"""Which torch callables and methods spell which canonical op: the torch half of the op registry.
 
-Dynamo's Torch-IR names one op many ways: ``torch.relu``, ``F.relu``, ``x.relu()``, ``torch._C._nn``
-builtins, ``operator.add`` for ``+``. This table maps each spelling to one canonical name, so lowering
-dispatches on the name and rules match one term.
+Dynamo's Torch-IR names one op many ways: ``torch.relu``, ``F.relu``, ``x.relu()``, C++ builtins,
+``operator.add`` for ``+``. The tables here map each spelling to one canonical name, so lowering
+dispatches on the name and rules match one term. The names come from the rows of ``eqsat.ops``
+(their names, ``spellings`` and ``aten_spellings``); the tables are rebuilt when a row is registered.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import operator
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 
-from eqsat.ops import BINARY, TERNARY, UNARY
+from eqsat import ops
 
 from . import torch_compat
 
@@ -34,41 +36,20 @@ OPERATORS: dict[Callable, str] = {
     operator.matmul: "matmul", operator.getitem: "getitem", operator.pos: "positive",
 }
 
-# Non-tensor parameters of pointwise ops in positional order, and the defaults a key leaves out.
-PW_PARAMS: dict[str, tuple[str, ...]] = {
-    "add": ("alpha",), "sub": ("alpha",), "rsub": ("alpha",), "div": ("rounding_mode",),
-    "clamp": ("min", "max"), "hardtanh": ("min_val", "max_val", "inplace"),
-    "leaky_relu": ("negative_slope", "inplace"), "elu": ("alpha", "inplace"), "celu": ("alpha", "inplace"),
-    "selu": ("inplace",), "gelu": ("approximate",), "softplus": ("beta", "threshold"),
-    "nan_to_num": ("nan", "posinf", "neginf"), "round": ("decimals",), "logit": ("eps",),
-    "relu": ("inplace",), "relu6": ("inplace",), "silu": ("inplace",), "mish": ("inplace",),
-    "hardsigmoid": ("inplace",), "hardswish": ("inplace",), "addcmul": ("value",), "addcdiv": ("value",),
-}
 # In-place spellings of operators: the graph mutates a tensor.
 INPLACE_OPERATORS = {
     operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.ipow,
     operator.imod, operator.iand, operator.ior, operator.ixor, operator.imatmul, operator.setitem,
 }
 
-STRUCTURAL_NAMES = (
-    "split split_with_sizes chunk unbind cat stack narrow select view reshape flatten unflatten view_as"
-    " permute transpose t movedim unsqueeze squeeze expand expand_as broadcast_to contiguous clone detach"
-    " sum mean amax amin prod softmax log_softmax layer_norm linear mm bmm matmul addmm baddbmm dropout"
-    " to type type_as float half double bfloat16 int long bool size dim numel positive"
-).split()
-
-_NAMESPACES = (torch, F, torch._C._nn, torch.special, torch.Tensor, torch._C._VariableFunctions)
-
-
 def _canonical_names() -> set[str]:
-    names = {op.name for op in UNARY + BINARY + TERNARY} | set(STRUCTURAL_NAMES)
-    return names | set(ALIASES)
+    return ops.spellings() | set(ALIASES)
 
 
 def _build_function_table() -> dict[Any, str]:
     table: dict[Any, str] = {}
     for name in _canonical_names():
-        for ns in _NAMESPACES:
+        for ns in torch_compat.function_namespaces():
             fn = getattr(ns, name, None)
             if fn is not None and callable(fn):
                 try:
@@ -80,33 +61,12 @@ def _build_function_table() -> dict[Any, str]:
     return table
 
 
-FUNCTIONS = _build_function_table()
-
-
-# Aten-IR (post-grad) spellings: overload → canonical name. Only overloads whose positional
-# arguments read like the torch function the handler was written for are listed; ops whose aten
-# signature differs get their own name and handler ("slice", "_softmax", "_to_copy").
-ATEN_STRUCTURAL: dict[str, str] = {
-    "view.default": "view", "_unsafe_view.default": "view", "reshape.default": "view",
-    "expand.default": "expand", "permute.default": "permute", "t.default": "t",
-    "transpose.int": "transpose", "unsqueeze.default": "unsqueeze", "squeeze.dim": "squeeze",
-    "squeeze.dims": "squeeze", "squeeze.default": "squeeze", "select.int": "select",
-    "slice.Tensor": "slice", "narrow.default": "narrow", "split.Tensor": "split",
-    "split_with_sizes.default": "split_with_sizes", "unbind.int": "unbind", "chunk.default": "chunk",
-    "cat.default": "cat", "stack.default": "stack", "sum.dim_IntList": "sum", "sum.default": "sum",
-    "mean.dim": "mean", "mean.default": "mean", "amax.default": "amax", "amin.default": "amin",
-    "prod.dim_int": "prod", "_softmax.default": "_softmax", "_log_softmax.default": "_log_softmax",
-    "mm.default": "mm", "bmm.default": "bmm", "addmm.default": "addmm", "baddbmm.default": "baddbmm",
-    "clone.default": "clone", "_to_copy.default": "_to_copy",
-}
-
-
-def _aten_pointwise_table(pw_params: dict[str, tuple[str, ...]]) -> dict[Any, str]:
+def _aten_pointwise_table() -> dict[Any, str]:
     """Functional overloads of each pointwise op whose non-operand arguments are, by name, a prefix
     of the torch function's (``elu``'s extra ``scale`` is not, so ``aten.elu`` stays opaque)."""
-    arity = {op.name: n for n, ops in ((1, UNARY), (2, BINARY), (3, TERNARY)) for op in ops}
     table: dict[Any, str] = {}
-    for name, k in arity.items():
+    for row in ops.pointwise():
+        name, k, params = row.name, row.arity, row.params
         packet = getattr(torch.ops.aten, name, None)
         if packet is None:
             continue
@@ -114,7 +74,6 @@ def _aten_pointwise_table(pw_params: dict[str, tuple[str, ...]]) -> dict[Any, st
             op = getattr(packet, overload)
             schema = torch_compat.aten_schema(op)
             names = [a.name for a in schema.arguments]
-            params = pw_params.get(name, ())
             types = [str(a.type) for a in schema.arguments]
             if (schema.is_mutable or len(names) < k or [str(r.type) for r in schema.returns] != ["Tensor"]
                     or not set(types[:k]) <= {"Tensor", "number"} or "Tensor" not in types[:k]
@@ -125,27 +84,54 @@ def _aten_pointwise_table(pw_params: dict[str, tuple[str, ...]]) -> dict[Any, st
     return table
 
 
-def _build_aten_table(pw_params: dict[str, tuple[str, ...]]) -> dict[Any, str]:
-    """Every aten overload lowering knows."""
-    table = _aten_pointwise_table(pw_params)
-    for spelled, name in ATEN_STRUCTURAL.items():
-        packet, overload = spelled.split(".")
-        table[getattr(getattr(torch.ops.aten, packet), overload)] = name
+def _build_aten_table() -> dict[Any, str]:
+    """Every aten overload lowering knows → the name its handler is registered under (the packet's:
+    ``slice.Tensor`` → ``slice``). Only overloads whose positional arguments read like the torch
+    function the handler was written for are listed in the rows' ``aten_spellings``."""
+    table = _aten_pointwise_table()
+    for op in ops.ALL_OPS:
+        for spelled in op.aten_spellings:
+            table[aten_overload(spelled)] = spelled.split(".")[0]
     return table
 
 
-ATEN = _build_aten_table(PW_PARAMS)
+def aten_overload(spelled: str) -> Any:
+    """``"slice.Tensor"`` → ``torch.ops.aten.slice.Tensor``."""
+    packet, overload = spelled.split(".")
+    return getattr(getattr(torch.ops.aten, packet), overload)
+
+
+@functools.lru_cache(maxsize=4)
+def _tables(version: int) -> tuple[dict[Any, str], dict[Any, str]]:
+    return _build_function_table(), _build_aten_table()
+
+
+def aten_name(op: Any) -> str | None:
+    """The canonical name of an aten overload lowering knows."""
+    return _tables(ops.version())[1].get(op)
+
+
+def function_name(fn: Any) -> str | None:
+    """The canonical name of a Torch-IR function target."""
+    return _tables(ops.version())[0].get(fn)
+
+
+@functools.lru_cache(maxsize=None)
+def torch_callable(qualified: str) -> Callable:
+    """``"torch.nn.functional.linear"`` → the function (a row's ``torch`` target)."""
+    module, _, attr = qualified.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
 
 
 def canonical_name(node: torch.fx.Node) -> str | None:
     """The canonical op name of a call node, or None when the target is unknown to us."""
     if node.op == "call_function" and torch_compat.is_aten(node.target):
-        return ATEN.get(node.target)
+        return aten_name(node.target)
     if node.op == "call_method":
         return ALIASES.get(node.target, node.target)
     if node.op == "call_function":
         try:
-            return FUNCTIONS.get(node.target)
+            return function_name(node.target)
         except TypeError:
             return None
     return None

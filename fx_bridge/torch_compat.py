@@ -45,6 +45,19 @@ def is_symbolic(x: Any) -> bool:
     return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
+def function_namespaces() -> tuple:
+    """Where Torch-IR call targets live: the public namespaces and the C++ builtins Dynamo records
+    (``torch._C._nn.gelu``, ``torch._C._VariableFunctions.relu``)."""
+    import torch.nn.functional as F
+
+    return (torch, F, torch._C._nn, torch.special, torch.Tensor, torch._C._VariableFunctions)
+
+
+def reset_dynamo() -> None:
+    """Forget every compiled frame and cached graph (between benchmark cases and tests)."""
+    torch._dynamo.reset()
+
+
 def compile_fx() -> Callable:
     """Inductor's entry point (``compile_fx``); imported lazily because it is heavy."""
     from torch._inductor.compile_fx import compile_fx as _compile_fx

@@ -9,6 +9,7 @@ A binary op commutes with a slice only when its other operand is sliced the same
 rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to every piece alike).
 """
 from eqsat.rule import Rule
+from eqsat.schema import ANALYSIS
 
 from .dsl import (binary, cat, each, insert, ints, ivecs, log_softmax, narrow, opkey, reshape, rewrite,
                   softmax, split, squeeze, stack, tensor, tlists, unary, unsqueeze)
@@ -66,7 +67,7 @@ VIEW_RULES = [
 ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES
 
 # -- cat of cat on the same dim: hand-written (the result appends two lists) ---------------------------
-_A = ":ruleset analysis"
+_A = f":ruleset {ANALYSIS}"
 APPEND = (  # Appended(m, r, o): o is the list m followed by r, built on demand
     "(relation AppendDemand (TList TList))",
     "(relation Appended (TList TList TList))",
@@ -80,6 +81,7 @@ CAT_FLATTEN = Rule(
     (f"(rule ({_INNER}) ((AppendDemand m r)))",
      f"(rule ({_INNER} (Appended m r o)) ((union c (Cat o d))))"),
     APPEND,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 ALGEBRA_HAND = [CAT_FLATTEN]

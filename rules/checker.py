@@ -38,7 +38,7 @@ class UnsoundRule(AssertionError):
     """The checker found an instance where pattern and replacement differ."""
 
 
-def _pointwise(key: str):
+def _torch_pointwise(key: str):
     if "(" in key:
         raise Reject(f"op key with attributes {key!r}")
     return getattr(torch, key)
@@ -119,7 +119,7 @@ class Evaluator:
             return self._bind(t, lambda: self._rand_shape())
         if isinstance(t, dsl.Lit):
             return t.value
-        if isinstance(t, (dsl.TList, dsl.Pieces, dsl.Each)):
+        if isinstance(t, (dsl.ListExpr, dsl.Pieces, dsl.Each)):
             return self.tlist(t, None)
         return getattr(self, "_" + t.fn.replace("-", "_"), self._generic)(t, *t.args)
 
@@ -258,13 +258,13 @@ class Evaluator:
         return T[self.int(i, 0, len(T) - 1)]
 
     def _Unary(self, t, f, x):
-        return _pointwise(self.ev(f))(self.tensor(x))
+        return _torch_pointwise(self.ev(f))(self.tensor(x))
 
     def _Binary(self, t, f, x, y):
         X = self.tensor(x)
         F = self._bind(f, lambda: self.rng.choice(BINARY_KEYS)) if isinstance(f, dsl.Var) else f.value
         Y = self.tensor(y, self._broadcast_partner(X))
-        return _pointwise(F)(X, Y)
+        return _torch_pointwise(F)(X, Y)
 
     def _broadcast_partner(self, X):
         mode = self.rng.choice(("same", "same", "scalar", "one"))

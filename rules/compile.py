@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from eqsat.rule import Rule
+from eqsat.schema import ANALYSIS
 
 from . import dsl
 from .dsl import RuleError  # noqa: F401  (raised here, defined with the DSL)
@@ -18,7 +19,6 @@ from .derived import DERIVED
 
 EGG_SORT = {dsl.TENSOR: "Tensor", dsl.INT: "i64", dsl.IVEC: "IVec", dsl.STR: "String",
             dsl.TLIST: "TList", dsl.TTUPLE: "TTuple", dsl.DTYPE: "String"}
-CTORS = {sig.ctor for sig in dsl.SIGNATURES.values()} | {"Get"}
 
 
 
@@ -30,7 +30,7 @@ def variables(t, out: dict | None = None) -> dict:
     elif isinstance(t, dsl.Call):
         for a in t.args:
             variables(a, out)
-    elif isinstance(t, dsl.TList):
+    elif isinstance(t, dsl.ListExpr):
         for a in t.items + ((t.tail,) if t.tail is not None else ()):
             variables(a, out)
     elif isinstance(t, dsl.Pieces):
@@ -121,7 +121,7 @@ class Query:
             return self.name(t)
         if isinstance(t, dsl.Lit):
             return json.dumps(t.value) if isinstance(t.value, str) else str(t.value)
-        if isinstance(t, dsl.TList):
+        if isinstance(t, dsl.ListExpr):
             out = sub(t.tail) if t.tail is not None else "(TNil)"
             for item in reversed(t.items):
                 out = f"(TCons {sub(item)} {out})"
@@ -139,7 +139,7 @@ def _direction(r: dsl.DslRule, lhs, rhs) -> tuple[list[str], list[str]]:
     action = f"(union _root {q.expr(rhs)})"
     decls = list(q.decls)
     if q.demands:  # in the analysis ruleset, so firing counts only ever count real rewrites
-        decls.append(f"(rule ({' '.join(q.facts)}) ({' '.join(dict.fromkeys(q.demands))}) :ruleset analysis)")
+        decls.append(f"(rule ({' '.join(q.facts)}) ({' '.join(dict.fromkeys(q.demands))}) :ruleset {ANALYSIS})")
     return [f"(rule ({' '.join(q.facts + q.late)}) ({action}))"], decls
 
 
@@ -156,12 +156,30 @@ def check_bound(r: dsl.DslRule) -> None:
                                 f" which the pattern does not bind")
 
 
+def _built(t) -> set[str]:
+    """Constructors a replacement term builds (its derived functions and analyses are query facts)."""
+    if isinstance(t, dsl.ListExpr):
+        return {"TCons", "TNil"}.union(*(_built(i) for i in t.items)) | (_built(t.tail) if t.tail is not None else set())
+    if not isinstance(t, dsl.Call) or t.fn in DERIVED or t.fn in ("shape", "dtype"):
+        return set()
+    own = {t.fn} if t.fn[0].isupper() else set()
+    return own.union(*(_built(a) for a in t.args))
+
+
+def _heads(lhs, rhs) -> tuple[set[str], set[str]]:
+    root = {lhs.fn} if isinstance(lhs, dsl.Call) and lhs.fn[0].isupper() else set()
+    return root, _built(rhs) or {"*"}
+
+
 def compile_rule(r: dsl.DslRule) -> Rule:
     if not r.name.replace("_", "").isalnum():
         raise RuleError(f"rule name {r.name!r}: use letters, digits and underscores")
     check_bound(r)
     cmds, decls = _direction(r, r.lhs, r.rhs)
+    lhs, rhs = _heads(r.lhs, r.rhs)
     if r.bidirectional:
         back, more = _direction(r, r.rhs, r.lhs)
         cmds, decls = cmds + back, decls + more
-    return Rule(r.name, r.family, r.doc, tuple(cmds), tuple(dict.fromkeys(decls)))
+        lhs2, rhs2 = _heads(r.rhs, r.lhs)
+        lhs, rhs = lhs | lhs2, rhs | rhs2
+    return Rule(r.name, r.family, r.doc, tuple(cmds), tuple(dict.fromkeys(decls)), (frozenset(lhs), frozenset(rhs)))

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_A = ":ruleset analysis"
+from eqsat.schema import ANALYSIS
+
+_A = f":ruleset {ANALYSIS}"
 _EMPTY = "(vec-pop (vec-of 0))"
 
 

@@ -5,9 +5,9 @@
             movedim(reshape(x, splice(x.shape, d, [s.len(), s[0]])), d, e),
             when=[s == repeat(s.len(), s[0])], family="split_cat")
 
-Terms are plain trees (``Term``): variables, literals and calls. Ints, int lists and op keys overload
-Python's operators, so a guard reads ``x.shape[d] % 8 == 0``; a comparison builds a ``Guard``, never
-a bool. ``rules.compile`` turns a ``DslRule`` into egglog text; ``rules.checker`` evaluates the same
+Rule expressions are plain trees (``Expr``: variables, literals and calls; a pattern, unlike the
+engine's ``eqsat.terms.Term``, has variables). Ints, int lists and op keys overload Python's
+operators, so a guard reads ``x.shape[d] % 8 == 0``; a comparison builds a ``Guard``, never a bool. ``rules.compile`` turns a ``DslRule`` into egglog text; ``rules.checker`` evaluates the same
 trees with torch. Nothing here runs Python during saturation.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ class RuleError(ValueError):
 TENSOR, INT, IVEC, STR, TLIST, TTUPLE, DTYPE = "Tensor", "i64", "IVec", "String", "TList", "TTuple", "Dtype"
 
 
-class Term:
+class Expr:
     """A DSL term; ints, int lists, dtypes and op keys compare and compute into new terms."""
 
     sort: str
@@ -68,29 +68,29 @@ class Term:
             return Call("Get", (self, lift(i, INT)), TENSOR)
         raise TypeError(f"cannot index a {self.sort}")
 
-    def len(self) -> "Term":
+    def len(self) -> "Expr":
         return Call("vec-length", (self._need(IVEC),), INT)
 
-    def set(self, i, v) -> "Term":
+    def set(self, i, v) -> "Expr":
         return Call("vec-set", (self._need(IVEC), lift(i, INT), lift(v, INT)), IVEC)
 
-    def remove(self, i) -> "Term":
+    def remove(self, i) -> "Expr":
         return Call("vec-remove", (self._need(IVEC), lift(i, INT)), IVEC)
 
     # -- tensors --------------------------------------------------------------------------------
     @property
-    def shape(self) -> "Term":
+    def shape(self) -> "Expr":
         return Call("shape", (self._need(TENSOR),), IVEC)
 
     @property
-    def dtype(self) -> "Term":
+    def dtype(self) -> "Expr":
         return Call("dtype", (self._need(TENSOR),), DTYPE)
 
     @property
-    def ndim(self) -> "Term":
+    def ndim(self) -> "Expr":
         return self.shape.len()
 
-    def _need(self, sort: str) -> "Term":
+    def _need(self, sort: str) -> "Expr":
         if self.sort != sort:
             raise TypeError(f"{self} is a {self.sort}, not a {sort}")
         return self
@@ -106,19 +106,19 @@ class Term:
 
 
 @dataclass(eq=False, repr=False)
-class Var(Term):
+class Var(Expr):
     name: str
     sort: str
 
 
 @dataclass(eq=False, repr=False)
-class Lit(Term):
+class Lit(Expr):
     value: object
     sort: str
 
 
 @dataclass(eq=False, repr=False)
-class Call(Term):
+class Call(Expr):
     """``fn`` is an egglog constructor (``Narrow``), primitive (``vec-get``), analysis (``shape``)
     or derived function (``splice``, see ``rules.derived``)."""
 
@@ -128,29 +128,29 @@ class Call(Term):
 
 
 @dataclass(eq=False, repr=False)
-class TList(Term):
+class ListExpr(Expr):
     """A list pattern or value: fixed items, then an optional list variable as the tail."""
 
     items: tuple
-    tail: Term | None = None
+    tail: Expr | None = None
     sort: str = TLIST
 
 
 @dataclass(eq=False, repr=False)
-class Pieces(Term):
+class Pieces(Expr):
     """List pattern: every piece of ``split`` in order, each wrapped by ``each`` (a template)."""
 
-    split: Term
-    each: Callable[[Term], Term] | None = None
+    split: Expr
+    each: Callable[[Expr], Expr] | None = None
     sort: str = TLIST
 
 
 @dataclass(eq=False, repr=False)
-class Each(Term):
+class Each(Expr):
     """List pattern: a list whose every element matches ``template(a, b, …)``; ``outs`` are list
     variables bound to the lists of ``a``s, ``b``s, …, whose elements share one dtype each."""
 
-    template: Callable[..., Term]
+    template: Callable[..., Expr]
     outs: tuple
     when: Callable[..., list] | None = None
     sort: str = TLIST
@@ -158,7 +158,7 @@ class Each(Term):
 
 @dataclass(eq=False)
 class Splat:
-    var: Term
+    var: Expr
 
 
 @dataclass(eq=False)
@@ -166,8 +166,8 @@ class Guard:
     """A condition ``lhs op rhs`` (op one of = != < <= > >=), compiled to one egglog fact."""
 
     op: str
-    lhs: Term
-    rhs: Term
+    lhs: Expr
+    rhs: Expr
 
     def __bool__(self):
         raise TypeError("a DSL comparison is a guard, not a bool: put it in `when=[...]`")
@@ -189,9 +189,9 @@ def tlist(names: str): return _vars(names, TLIST)
 tensors, ivecs, opkeys, tlists = tensor, ivec, opkey, tlist
 
 
-def lift(v, sort: str) -> Term:
+def lift(v, sort: str) -> Expr:
     """A Python value as a term of ``sort``: ints, strings, lists (int lists or tensor lists)."""
-    if isinstance(v, Term):
+    if isinstance(v, Expr):
         if v.sort != sort and not (sort == DTYPE and v.sort == STR):
             raise TypeError(f"expected a {sort}, got {v} ({v.sort})")
         return v
@@ -209,7 +209,7 @@ def lift(v, sort: str) -> Term:
             tail = items.pop().var
         if any(isinstance(i, Splat) for i in items):
             raise TypeError("a *list variable must come last in a list pattern")
-        return TList(tuple(lift(i, TENSOR) for i in items), tail)
+        return ListExpr(tuple(lift(i, TENSOR) for i in items), tail)
     raise TypeError(f"cannot use {v!r} as a {sort}")
 
 
@@ -221,32 +221,22 @@ class Sig:
     result: str = TENSOR
 
 
-SIGNATURES: dict[str, Sig] = {
-    "narrow": Sig("Narrow", (TENSOR, INT, INT, INT)),
-    "reshape": Sig("View", (TENSOR, IVEC)),
-    "permute": Sig("Permute", (TENSOR, IVEC)),
-    "expand": Sig("Expand", (TENSOR, IVEC)),
-    "unsqueeze": Sig("Unsqueeze", (TENSOR, INT)),
-    "squeeze": Sig("Squeeze", (TENSOR, INT)),
-    "contiguous": Sig("Contiguous", (TENSOR,)),
-    "cat": Sig("Cat", (TLIST, INT)),
-    "stack": Sig("Stack", (TLIST, INT)),
-    "split": Sig("Split", (TENSOR, IVEC, INT), TTUPLE),
-    "linear": Sig("Linear", (TENSOR, TENSOR, TENSOR)),
-    "mm": Sig("Mm", (TENSOR, TENSOR)),
-    "bmm": Sig("Bmm", (TENSOR, TENSOR)),
-    "matmul": Sig("Matmul", (TENSOR, TENSOR)),
-    "addmm": Sig("Addmm", (TENSOR, TENSOR, TENSOR)),
-    "baddbmm": Sig("Baddbmm", (TENSOR, TENSOR, TENSOR)),
-    "unary": Sig("Unary", (STR, TENSOR)),
-    "binary": Sig("Binary", (STR, TENSOR, TENSOR)),
-    "ternary": Sig("Ternary", (STR, TENSOR, TENSOR, TENSOR)),
-    "reduce": Sig("Reduce", (STR, TENSOR, IVEC, INT)),
-    "softmax": Sig("Softmax", (STR, TENSOR, INT)),
-}
+def _signatures() -> dict[str, Sig]:
+    """DSL builder → constructor signature, from the op registry: ops with their own constructor under
+    their ``dsl`` name, shared constructors (``unary``, ``reduce``, …) under the constructor's name."""
+    sigs: dict[str, Sig] = {}
+    for op in ops.ALL_OPS:
+        if op.dsl is not None:
+            sigs[op.dsl] = Sig(op.ctor, op.args, op.sort)
+        elif op.args[:1] == (ops.STRING,) and op.category is not ops.Category.SOURCE and op.sort == TENSOR:
+            sigs.setdefault(op.ctor.lower(), Sig(op.ctor, op.args, op.sort))
+    return sigs
 
 
-def _call(name: str, *args) -> Term:
+SIGNATURES: dict[str, Sig] = _signatures()
+
+
+def _call(name: str, *args) -> Expr:
     sig = SIGNATURES[name]
     if len(args) != len(sig.args):
         raise TypeError(f"{name} takes {len(sig.args)} arguments, got {len(args)}")
@@ -279,14 +269,14 @@ def where(cond, x, y): return ternary("where", cond, x, y)
 def view(x, shape): return reshape(x, shape)
 
 
-def pieces(s: Term, each: Callable[[Term], Term] | None = None) -> Pieces:
+def pieces(s: Expr, each: Callable[[Expr], Expr] | None = None) -> Pieces:
     """All pieces of split ``s`` in order (optionally each wrapped, e.g. ``lambda p: squeeze(p, d)``)."""
     if not (isinstance(s, Call) and s.fn == "Split"):
         raise TypeError("pieces() takes a split(...) pattern")
     return Pieces(s, each)
 
 
-def each(template: Callable[..., Term], *outs: Term, when: Callable[..., list] | None = None) -> Each:
+def each(template: Callable[..., Expr], *outs: Expr, when: Callable[..., list] | None = None) -> Each:
     """A list whose elements all match ``template``; ``outs`` receive the lists of its arguments."""
     if any(not isinstance(o, Var) or o.sort != TLIST for o in outs):
         raise TypeError("each(): outputs must be list variables")
@@ -294,56 +284,58 @@ def each(template: Callable[..., Term], *outs: Term, when: Callable[..., list] |
 
 
 # Pointwise ops by their torch names: relu(x), add(x, y), where(c, x, y) (eqsat.ops is the table).
-def _pointwise(name: str, arity: int):
+def pointwise_op(name: str) -> Callable[..., Expr]:
+    """The builder of registered pointwise op ``name``: ``pointwise_op("relu")(x)``."""
+    arity = ops.pointwise_arity(name)
+    if arity is None:
+        raise KeyError(f"{name!r} is no pointwise op in eqsat.ops")
     ctor = {1: unary, 2: binary, 3: ternary}[arity]
     fn = lambda *args: ctor(name, *args)  # noqa: E731
     fn.__name__ = name
     return fn
 
 
-POINTWISE = {op.name: _pointwise(op.name, n)
-             for n, table in ((1, ops.UNARY), (2, ops.BINARY), (3, ops.TERNARY)) for op in table
-             if op.name != "where"}
+POINTWISE = {op.name: pointwise_op(op.name) for op in ops.pointwise() if op.name != "where"}
 globals().update(POINTWISE)
 
 
 # -- derived int-list functions (rules.derived gives their egglog and Python meaning) -------------
-def splice(v, i, w) -> Term:
+def splice(v, i, w) -> Expr:
     """``v[:i] + w + v[i+1:]``: entry i replaced by the list w (unflatten, merged split sizes)."""
     return Call("splice", (lift(v, IVEC), lift(i, INT), lift(w, IVEC)), IVEC)
 
 
-def repeat(n, k) -> Term:
+def repeat(n, k) -> Expr:
     """``[k] * n``: a guard ``s == repeat(s.len(), s[0])`` says all sections are equal."""
     return Call("repeat", (lift(n, INT), lift(k, INT)), IVEC)
 
 
-def insert(v, i, k) -> Term:
+def insert(v, i, k) -> Expr:
     """``v[:i] + [k] + v[i:]``."""
     return Call("insert", (lift(v, IVEC), lift(i, INT), lift(k, INT)), IVEC)
 
 
-def movedim_perm(rank, src, dst) -> Term:
+def movedim_perm(rank, src, dst) -> Expr:
     """The permutation ``torch.movedim`` applies to a rank-``rank`` tensor."""
     return Call("movedim-perm", (lift(rank, INT), lift(src, INT), lift(dst, INT)), IVEC)
 
 
-def iota(n) -> Term:
+def iota(n) -> Expr:
     """``[0, 1, …, n-1]``: the identity permutation."""
     return Call("iota", (lift(n, INT),), IVEC)
 
 
-def gather(p, q) -> Term:
+def gather(p, q) -> Expr:
     """``[p[j] for j in q]``: ``x.permute(p).permute(q) == x.permute(gather(p, q))``."""
     return Call("gather", (lift(p, IVEC), lift(q, IVEC)), IVEC)
 
 
-def offset(sizes, i) -> Term:
+def offset(sizes, i) -> Expr:
     """``sum(sizes[:i])``: where piece i of a split starts."""
     return Call("offset", (lift(sizes, IVEC), lift(i, INT)), INT)
 
 
-def rank(t: Term) -> Term:
+def rank(t: Expr) -> Expr:
     """The rank of a tensor term as an int expression, without asking the shape analysis of a
     term the replacement builds (its shape does not exist yet when the rule's query runs)."""
     if isinstance(t, Call) and t.fn in ("View", "Permute", "Expand"):
@@ -357,7 +349,7 @@ def rank(t: Term) -> Term:
     return t.ndim
 
 
-def vec_len(v: Term) -> Term:
+def vec_len(v: Expr) -> Expr:
     """Length of an int-list term, symbolically (see ``rank``)."""
     if isinstance(v, Call):
         if v.fn == "vec-of":
@@ -379,7 +371,7 @@ def vec_len(v: Term) -> Term:
     return v.len()
 
 
-def movedim(x: Term, src, dst) -> Term:
+def movedim(x: Expr, src, dst) -> Expr:
     """``torch.movedim(x, src, dst)`` as a permute."""
     return permute(x, movedim_perm(rank(x), src, dst))
 
@@ -390,8 +382,8 @@ class DslRule:
     """``lhs`` ⇒ ``rhs`` when every guard holds (and ``rhs`` ⇒ ``lhs`` too if ``bidirectional``)."""
 
     name: str
-    lhs: Term
-    rhs: Term
+    lhs: Expr
+    rhs: Expr
     when: list = field(default_factory=list)
     family: str = "user"
     doc: str = ""
@@ -401,7 +393,7 @@ class DslRule:
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise RuleError(f"rule name {self.name!r} must be an identifier")
         for side, t in (("pattern", self.lhs), ("replacement", self.rhs)):
-            if not isinstance(t, Term) or t.sort != TENSOR:
+            if not isinstance(t, Expr) or t.sort != TENSOR:
                 raise RuleError(f"rule {self.name!r}: the {side} must be a tensor term, got {t!r}")
         bad = [g for g in self.when if not isinstance(g, Guard)]
         if bad:
@@ -418,12 +410,12 @@ class DslRule:
         return compile_rule(self)
 
 
-def rewrite(name: str, lhs: Term, rhs: Term, when: Iterable[Guard] = (), family: str = "user",
+def rewrite(name: str, lhs: Expr, rhs: Expr, when: Iterable[Guard] = (), family: str = "user",
             doc: str = "") -> DslRule:
     return DslRule(name, lhs, rhs, list(when), family, doc)
 
 
-def birewrite(name: str, lhs: Term, rhs: Term, when: Iterable[Guard] = (), family: str = "user",
+def birewrite(name: str, lhs: Expr, rhs: Expr, when: Iterable[Guard] = (), family: str = "user",
               doc: str = "") -> DslRule:
     """Both directions: the guard must only use variables both sides bind."""
     return DslRule(name, lhs, rhs, list(when), family, doc, bidirectional=True)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 
+from eqsat.schema import ANALYSIS
+
 from . import dsl
 from .compile import EGG_SORT, Query, RuleError, variables
 
-_A = ":ruleset analysis"
+_A = f":ruleset {ANALYSIS}"
 
 
 def _hash(text: str) -> str:

@@ -12,7 +12,7 @@ def show(t) -> str:
         return t.name
     if isinstance(t, dsl.Lit):
         return repr(t.value)
-    if isinstance(t, dsl.TList):
+    if isinstance(t, dsl.ListExpr):
         items = [show(i) for i in t.items] + ([f"*{show(t.tail)}"] if t.tail is not None else [])
         return "[" + ", ".join(items) + "]"
     if isinstance(t, dsl.Pieces):

@@ -6,10 +6,11 @@ when a rewrite creates it, and the cost model then never picks it. Rank-dependen
 broadcasting) are generated per rank from small tables.
 """
 from eqsat.rule import Rule
+from eqsat.schema import ANALYSIS
 
 from .derived import DERIVED
 
-_S = "analysis"
+_S = ANALYSIS
 MAX_RANK = 6
 
 
@@ -54,16 +55,16 @@ _TERNARY = [_broadcast((r, r, r), "Ternary") for r in range(1, MAX_RANK + 1)] + 
 # Reduce over sorted dims: keepdim sets each to 1; otherwise they are removed, last first.
 _REDUCE = (
     "(function reduce-shape (IVec IVec i64 i64) IVec :merge old)",  # (shape, dims, keepdim, k done)
-    "(rule ((= e (Reduce f x dims keep)) (= s (shape x))) ((set (reduce-shape s dims keep 0) s)) :ruleset analysis)",
+    f"(rule ((= e (Reduce f x dims keep)) (= s (shape x))) ((set (reduce-shape s dims keep 0) s)) :ruleset {ANALYSIS})",
     "(rule ((= r (reduce-shape s dims 1 k)) (< k (vec-length dims)))"
-    " ((set (reduce-shape s dims 1 (+ k 1)) (vec-set r (vec-get dims k) 1))) :ruleset analysis)",
+    f" ((set (reduce-shape s dims 1 (+ k 1)) (vec-set r (vec-get dims k) 1))) :ruleset {ANALYSIS})",
     "(rule ((= r (reduce-shape s dims 0 k)) (< k (vec-length dims)))"
-    " ((set (reduce-shape s dims 0 (+ k 1)) (vec-remove r (vec-get dims (- (- (vec-length dims) 1) k))))) :ruleset analysis)",
+    f" ((set (reduce-shape s dims 0 (+ k 1)) (vec-remove r (vec-get dims (- (- (vec-length dims) 1) k))))) :ruleset {ANALYSIS})",
 )
 _LIST_LEN = (
     "(function list-len (TList) i64 :merge old)",
-    "(rule ((= l (TNil))) ((set (list-len l) 0)) :ruleset analysis)",
-    "(rule ((= l (TCons h r)) (= n (list-len r))) ((set (list-len l) (+ n 1))) :ruleset analysis)",
+    f"(rule ((= l (TNil))) ((set (list-len l) 0)) :ruleset {ANALYSIS})",
+    f"(rule ((= l (TCons h r)) (= n (list-len r))) ((set (list-len l) (+ n 1))) :ruleset {ANALYSIS})",
 )
 
 _INSERT = DERIVED["insert"].decls
@@ -127,21 +128,8 @@ SHAPE_RULES: list[Rule] = [
 ]
 
 # -- dtypes ------------------------------------------------------------------------------------------
-BOOL_RESULT = "eq ne lt le gt ge logical_and logical_or logical_xor logical_not isnan isinf isfinite".split()
-KEEPS_DTYPE = ("relu gelu silu sigmoid tanh exp exp2 expm1 log log1p log2 log10 neg abs sqrt rsqrt reciprocal"
-               " sin cos erf floor ceil round trunc sign square nan_to_num clamp hardtanh hardsigmoid hardswish"
-               " leaky_relu elu selu celu mish softplus relu6 logit sgn frac"
-               " add sub mul div pow maximum minimum fmod remainder atan2 rsub where").split()
-# Ops that never promote an integer (non-bool) input to another dtype.
-KEEPS_INT_DTYPE = "relu neg abs floor ceil round trunc sign square maximum minimum add sub mul remainder rsub where".split()
-FLOATS = "float16 bfloat16 float32 float64".split()
-_DTYPE_FACTS = (
-    "(relation KeepsDtype (String))", "(relation KeepsIntDtype (String))", "(relation BoolResult (String))",
-    "(relation FloatDtype (String))", *[f'(KeepsIntDtype "{k}")' for k in KEEPS_INT_DTYPE],
-    *[f'(KeepsDtype "{k}")' for k in KEEPS_DTYPE], *[f'(BoolResult "{k}")' for k in BOOL_RESULT],
-    *[f'(FloatDtype "{k}")' for k in FLOATS],
-)
-
+# Which op keys keep or set which dtype (``KeepsDtype``, ``KeepsIntDtype``, ``BoolResult``) and which
+# dtypes are floating (``FloatDtype``) are facts the session seeds from the op registry (eqsat.ops).
 SHAPE_RULES += [
     _r("dtype_views", "views and copies keep the dtype",
        *[f"(rule ((= e ({c})) (= t (dtype x))) ((set (dtype e) t)))" for c in (
@@ -163,12 +151,10 @@ SHAPE_RULES += [
        '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype x)) (= "scalar_float" (dtype y)) (FloatDtype t)) ((set (dtype e) t)))',
        '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype y)) (= "scalar_float" (dtype x)) (FloatDtype t)) ((set (dtype e) t)))',
        '(rule ((= e (Unary f x)) (BoolResult f)) ((set (dtype e) "bool")))',
-       '(rule ((= e (Binary f x y)) (BoolResult f)) ((set (dtype e) "bool")))',
-       decls=_DTYPE_FACTS),
+       '(rule ((= e (Binary f x y)) (BoolResult f)) ((set (dtype e) "bool")))'),
     _r("dtype_compute", "matmuls, norms and float reductions keep their (first) input's dtype",
        *[f"(rule ((= e ({c})) (= t (dtype x))) ((set (dtype e) t)))" for c in (
            "Linear x w b", "Mm x b", "Bmm x b", "Matmul x b", "Addmm c x b", "Baddbmm c x b",
            "Softmax f x d", "LayerNorm x n w b eps")],
-       "(rule ((= e (Reduce f x dims keep)) (= t (dtype x)) (FloatDtype t)) ((set (dtype e) t)))",
-       decls=_DTYPE_FACTS),
+       "(rule ((= e (Reduce f x dims keep)) (= t (dtype x)) (FloatDtype t)) ((set (dtype e) t)))"),
 ]

@@ -7,6 +7,7 @@ a shuffled order or a missing piece never matches them. Pieces used elsewhere to
 the e-graph keeps both forms and extraction decides.
 """
 from eqsat.rule import Rule
+from eqsat.schema import ANALYSIS
 
 from .derived import DERIVED
 from .dsl import (cat, ints, ivecs, movedim, pieces, repeat, reshape, rewrite, splice, split,
@@ -49,7 +50,7 @@ SPLIT_CAT_DSL = [
 ]
 
 # -- runs of pieces inside a longer cat: hand-written (a list pattern cannot say "somewhere inside") --
-_A = ":ruleset analysis"
+_A = f":ruleset {ANALYSIS}"
 # CatCell(l, d): l is a cell of a cat's list on dim d. A producer cell r proposes RunAlt(r, d, n): the
 # cells from r on concatenate like n. Each cat is rebuilt around its *first* producer only
 # (next-run: distance to it), and the rebuilt cat, sharing the tail, is rebuilt around the next one:
@@ -101,6 +102,7 @@ CAT_SPLIT_RUN = Rule(
     (f"(rule ({_RUN}) ((offset-demand s i) (offset-demand s j)))",
      f"(rule ({_RUN} (= a (offset s i)) (= b (offset s j))) ((RunAlt l d (TCons (Narrow x d a (- b a)) tail))))"),
     CAT_CONTEXT + SPLIT_RUNS + DERIVED["offset"].decls,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 CAT_NARROW_RUN = Rule(
@@ -110,6 +112,7 @@ CAT_NARROW_RUN = Rule(
     ("(rule ((CatCell l d) (= l (TCons (Narrow x d a n) (TCons (Narrow x d b m) r))) (= b (+ a n)))"
      " ((RunAlt l d (TCons (Narrow x d a (+ n m)) r))))",),
     CAT_CONTEXT,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN]

@@ -3,13 +3,15 @@ import logging
 import pytest
 import torch
 
+from fx_bridge import torch_compat
+
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
     """Each test compiles from scratch: Dynamo caches would hide what our backend does."""
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     yield
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
 
 
 @pytest.fixture

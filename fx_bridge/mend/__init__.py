@@ -1,13 +1,14 @@
 """Graph-break mender: rewrite fixable Dynamo graph breaks at source level (GraphMend, in Python).
 
     report = mend(model, (x,))          # rewrites loaded functions in place; report.patch.undo()
-    compiled = compile(model)           # torch.compile + flush deferred prints/logs, restore traps
+    compiled = torch.compile(model)     # deferred prints/logs run in the graph, no recompiles
+    compiled = compile(model)           # the same, plus trap exceptions re-raised with their type
 
 `python -m fx_bridge.mend module:factory --diff out.patch` does the same and writes a diff.
 """
 
 from fx_bridge.mend.detect import Detection, Site, detect
 from fx_bridge.mend.mender import MendReport, mend
-from fx_bridge.mend.runtime import boundary, compile, flush
+from fx_bridge.mend.runtime import boundary, compile
 
-__all__ = ["Detection", "MendReport", "Site", "boundary", "compile", "detect", "flush", "mend"]
+__all__ = ["Detection", "MendReport", "Site", "boundary", "compile", "detect", "mend"]

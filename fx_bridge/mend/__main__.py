@@ -65,6 +65,8 @@ def main(argv=None) -> int:
         print(f"  {decision.describe()}")
     _print_detection("after", report.after)
     print(f"outputs vs original: {'equal' if report.outputs_equal else 'DIFFERENT'} ({report.detail})")
+    if report.suggestion:
+        print(f"suggested config: {report.suggestion}")
     diff = unified_diff(report.decisions)
     with open(args.diff, "w", encoding="utf-8") as f:
         f.write(diff)

@@ -1,7 +1,9 @@
 """Real code we did not write: transformers==4.52.4 models from tiny configs (no weights).
 
 Each factory returns (model, example kwargs); the configs reach the breaking code paths the
-GraphMend paper reports (legacy-cache logger warnings, the fp16 overflow guard, LongRoPE).
+GraphMend paper reports (legacy-cache logger warnings, the fp16 overflow guard, LongRoPE, the
+Grounding-DINO and CLAP-fused paths). `GRAPHMEND` is the paper's evaluation set as far as
+transformers ships it; `corpus_extra.EXTRA` adds other popular models that break.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ SMALL = dict(vocab_size=99, d_model=32, encoder_layers=2, decoder_layers=2, enco
 
 def _ids(*shape, vocab=99):
     return torch.randint(3, vocab, shape, generator=torch.Generator().manual_seed(0))
+
+
+def _randn(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
 
 
 def _seq2seq(model, src=8, tgt=5):
@@ -113,14 +119,49 @@ def phi3_longrope():
     return Phi3ForCausalLM(cfg).eval(), {"input_ids": _ids(1, 8)}
 
 
-MODELS = {
+def grounding_dino():
+    from transformers import BertConfig, GroundingDinoConfig, GroundingDinoModel, SwinConfig
+
+    backbone = SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 1], window_size=2,
+                          out_features=["stage1", "stage2"])
+    text = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                      max_position_embeddings=64)
+    cfg = GroundingDinoConfig(backbone_config=backbone, text_config=text, d_model=32, encoder_layers=1,
+                              decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+                              encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=4, num_feature_levels=2,
+                              use_timm_backbone=False)
+    return GroundingDinoModel(cfg).eval(), {"pixel_values": _randn(1, 3, 32, 32), "input_ids": _ids(1, 8)}
+
+
+def clap_fused():
+    from transformers import ClapAudioConfig, ClapConfig, ClapModel, ClapTextConfig
+
+    text = ClapTextConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                          intermediate_size=64, max_position_embeddings=64)
+    audio = ClapAudioConfig(enable_fusion=True, hidden_size=128, patch_embeds_hidden_size=16, depths=[1, 1, 1, 1],
+                            num_attention_heads=[1, 1, 2, 2], projection_hidden_size=32)  # fusion: the breaking path
+    cfg = ClapConfig.from_text_audio_configs(text, audio, projection_dim=16)
+    return ClapModel(cfg).eval(), {"input_ids": _ids(1, 8), "attention_mask": torch.ones(1, 8, dtype=torch.long),
+                                   "input_features": _randn(1, 4, 1001, 64),
+                                   "is_longer": torch.ones(1, 1, dtype=torch.bool)}
+
+
+GRAPHMEND = {
     "t5": t5, "bart": bart, "bart-fp16": bart_fp16, "marian": marian, "blenderbot": blenderbot,
     "pegasus": pegasus, "biogpt": biogpt, "whisper": whisper, "layoutlmv3": layoutlmv3,
-    "longformer": longformer, "led": led, "phi3-longrope": phi3_longrope,
+    "longformer": longformer, "phi3-longrope": phi3_longrope, "grounding-dino": grounding_dino,
+    "clap-fused": clap_fused,
 }
+
+
+def models() -> dict:
+    """Every corpus model: GraphMend's set, then the extra one."""
+    from fx_bridge.mend.corpus_extra import EXTRA
+
+    return {**GRAPHMEND, "led": led, **EXTRA}
 
 
 def build(name: str):
     """(model, kwargs) with a fixed seed, so every build of a model has the same weights."""
     torch.manual_seed(0)
-    return MODELS[name]()
+    return models()[name]()

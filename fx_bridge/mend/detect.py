@@ -89,7 +89,7 @@ def classify(raw: dynamo_compat.RawBreak) -> str:
 
 
 def detect(fn, args=(), kwargs=None, explain: bool = True) -> Detection:
-    """Compile `fn` once with a counting backend (deferred effects flushed) and classify its breaks."""
+    """Compile `fn` once with a counting backend and classify its breaks."""
     with runtime.boundary():
         cap, output = dynamo_compat.capture(fn, args, kwargs)
     sites: dict[tuple[str, int], Site] = {}
@@ -100,6 +100,4 @@ def detect(fn, args=(), kwargs=None, explain: bool = True) -> Detection:
             continue
         sites[key] = Site(raw.filename, raw.lineno, classify(raw), raw.gb_code, raw.gb_type, raw.frames)
     explained = dynamo_compat.explain_break_count(fn, args, kwargs) if explain else None
-    if explain:
-        runtime.flush()
     return Detection(cap.graphs, explained, list(sites.values()), output)

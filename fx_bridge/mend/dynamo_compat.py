@@ -144,6 +144,26 @@ def cold_compile_caches():
         yield
 
 
+def mark_ordered_effect(op) -> None:
+    """Register a custom op as an ORDERED effect, as `aten::_print` is: AOTAutograd then threads a token
+    through the calls, so no pass reorders them. Skipped where this torch lacks the API (the op
+    stays side-effecting through `has_side_effect`, which keeps it but does not order it)."""
+    try:
+        from torch._library.effects import EffectType
+    except ImportError:
+        return
+    if hasattr(op, "register_effect"):
+        op.register_effect(EffectType.ORDERED)
+
+
+SCALAR_CAPTURE = "torch._dynamo.config.capture_scalar_outputs = capture_dynamic_output_shape_ops = True"
+
+
+def scalar_capture():
+    """Dynamo config that keeps `.item()`, int `.tolist()` and data-dependent shapes in the graph."""
+    return torch._dynamo.config.patch(capture_scalar_outputs=True, capture_dynamic_output_shape_ops=True)
+
+
 def assert_async(cond: torch.Tensor, message: str) -> None:
     """In-graph assertion that keeps the message (`torch._assert_async(t, msg)`)."""
     torch._assert_async(cond, message)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fx_bridge.mend import runtime
-from fx_bridge.mend.detect import Detection, detect
+from fx_bridge.mend import dynamo_compat, runtime
+from fx_bridge.mend.detect import DYNAMIC_SHAPE, SCALAR_READ, Detection, detect
 from fx_bridge.mend.inprocess import Patch
-from fx_bridge.mend.plan import Decision, plan
+from fx_bridge.mend.facts import observe
+from fx_bridge.mend.plan import Decision, branch_lines, plan
 from fx_bridge.mend.verify import compare
 
 
@@ -20,6 +21,7 @@ class MendReport:
     outputs_equal: bool = True
     detail: str = ""
     patch: Patch = field(default_factory=Patch)
+    suggestion: str = ""  # a Dynamo config for the .item()/dynamic-shape breaks left, with its measured effect
 
     @property
     def applied(self) -> list[Decision]:
@@ -30,19 +32,25 @@ def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> Men
     """Rewrite the fixable graph breaks `fn(*args, **kwargs)` hits, in the loaded modules.
 
     Outputs of the compiled, mended program are compared bit for bit with the original eager
-    run; on any difference every rewrite is undone and the report says so. Call
+    run (or, when the compiled original already differs from eager, with the compiled original);
+    on any difference every rewrite is undone and the report says so. Call
     `report.patch.undo()` to restore the original code.
     """
     kwargs = kwargs or {}
     with runtime.boundary():
         reference = fn(*args, **kwargs)
     before = current = detect(fn, args, kwargs, explain=explain)
+    baseline, against = reference, "the original eager run"
+    if not compare(reference, before.output)[0]:
+        baseline, against = before.output, "the original compiled run (which already differs from eager)"
     report = MendReport(before, before)
     seen: set = set()
     for _ in range(rounds):
         fresh = [s for s in current.sites if (s.filename, s.lineno) not in seen]
         seen |= {(s.filename, s.lineno) for s in fresh}
-        decisions = _dedupe(plan(fresh), report.decisions)
+        lines = branch_lines(fresh)
+        observed = observe(fn, args, kwargs, lines) if lines else {}
+        decisions = _dedupe(plan(fresh, observed), report.decisions)
         report.decisions += decisions
         if not any(d.rule for d in decisions):
             break
@@ -56,11 +64,26 @@ def mend(fn, args=(), kwargs=None, rounds: int = 3, explain: bool = True) -> Men
         _undo_all(report, f"undone: breaks rose {before.breaks} -> {current.breaks}")
         current = detect(fn, args, kwargs, explain=explain)
     report.after = current
-    report.outputs_equal, report.detail = compare(reference, current.output)
+    report.outputs_equal, report.detail = compare(baseline, current.output)
+    report.detail += f" vs {against}"
     if not report.outputs_equal:
         _undo_all(report, f"undone: outputs changed ({report.detail})")
         report.after = detect(fn, args, kwargs, explain=explain)
+    if any(s.category in (SCALAR_READ, DYNAMIC_SHAPE) for s in report.after.sites):
+        report.suggestion = _measure_scalar_capture(fn, args, kwargs, baseline, report.after.breaks)
     return report
+
+
+def _measure_scalar_capture(fn, args, kwargs, reference, breaks: int) -> str:
+    """Breaks (and output check) with Dynamo capturing scalars and dynamic shapes, on top of the rewrites."""
+    try:
+        with dynamo_compat.scalar_capture():
+            captured = detect(fn, args, kwargs, explain=False)
+    except Exception as err:  # e.g. a guard on a data-dependent symbol: the config does not apply
+        return f"{dynamo_compat.SCALAR_CAPTURE}: fails ({type(err).__name__})"
+    equal, detail = compare(reference, captured.output)
+    return f"{dynamo_compat.SCALAR_CAPTURE}: breaks {breaks} -> {captured.breaks}, outputs " + (
+        "bit-identical" if equal else f"differ ({detail})")
 
 
 def _undo_all(report: MendReport, reason: str) -> None:
@@ -86,6 +109,12 @@ def _drop_fallbacks(detection: Detection, decisions: list[Decision]) -> bool:
                 d.rule, d.reason = None, (f"{d.rule} fell back at trace time: values differ in shape/dtype/"
                                           "device, or the condition is not a 1-element tensor")
                 dropped = True
+    for d in decisions:  # an [Item] rewrite and the ifs it feeds stand or fall together
+        group = [d] + d.companions
+        if d.companions and any(g.rule is None for g in group):
+            for g in group:
+                if g.rule:
+                    g.rule, g.reason = None, "a rewrite it stands or falls with fell back at trace time"
     return dropped
 
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fx_bridge.mend import runtime
-from fx_bridge.mend.detect import DYNAMIC_SHAPE, SCALAR_READ, SIDE_EFFECT, Site
+from fx_bridge.mend.detect import DATA_DEPENDENT, DYNAMIC_SHAPE, SCALAR_READ, SIDE_EFFECT, Site
 from fx_bridge.mend.predicate import Refuse
 from fx_bridge.mend.rule_defer import rewrite_defer
+from fx_bridge.mend.rule_item import is_item_assign, rewrite_item
 from fx_bridge.mend.rule_trap import is_validation_guard, rewrite_trap
 from fx_bridge.mend.rule_where import rewrite_where
 from fx_bridge.mend.scope import Scope
-from fx_bridge.mend.source import enclosing_function, live_functions, parse_file, statement_at
+from fx_bridge.mend.source import enclosing_function, live_functions, own_statements, parse_file, statement_at
 
 
 @dataclass
@@ -22,9 +23,10 @@ class Decision:
     filename: str | None = None
     func: ast.FunctionDef | None = None
     stmt: ast.stmt | None = None
-    rule: str | None = None  # "where" | "trap" | "defer"; None = left alone
+    rule: str | None = None  # "where" | "trap" | "defer" | "item"; None = left alone
     reason: str = ""
     replacement: list[ast.stmt] | None = None
+    companions: list[Decision] = field(default_factory=list)  # rewrites that stand or fall with this one
 
     @property
     def key(self) -> tuple[str, int, int] | None:
@@ -37,7 +39,7 @@ class Decision:
         return f"[left alone] {where}: {self.reason}"
 
 
-def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
+def _try_frame(site: Site, filename: str, lineno: int, observed: dict) -> Decision:
     if os.path.realpath(filename) == os.path.realpath(runtime.__file__):
         return Decision(site, reason="a mend helper fell back to Python at trace time")
     tree = parse_file(filename)
@@ -55,22 +57,48 @@ def _try_frame(site: Site, filename: str, lineno: int) -> Decision:
         if isinstance(stmt, ast.If) and is_validation_guard(stmt):
             decision.rule, decision.replacement = "trap", rewrite_trap(stmt, scope)
         elif isinstance(stmt, ast.If):
-            decision.rule, decision.replacement = "where", rewrite_where(stmt, scope)
+            facts = observed.get((os.path.realpath(filename), stmt.lineno))
+            decision.rule, decision.replacement = "where", rewrite_where(stmt, scope, facts)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             decision.rule, decision.replacement = "defer", rewrite_defer(stmt, scope, filename)
+        elif is_item_assign(stmt):
+            real = os.path.realpath(filename)
+            facts = {line: classes for (f, line), classes in observed.items() if f == real}
+            (_, decision.replacement), *ifs = rewrite_item(stmt, scope, facts)
+            decision.rule = "item"
+            decision.companions = [Decision(site, filename, func, s, "where", replacement=r) for s, r in ifs]
         elif site.category in (SCALAR_READ, DYNAMIC_SHAPE):
             decision.reason = f"no rewrite rule for {site.category}: its Python value leaves the graph"
         else:
             decision.reason = f"no rewrite rule for `{type(stmt).__name__}`"
     except Refuse as why:
         decision.rule, decision.reason = None, str(why)
-    for new in decision.replacement or []:
-        ast.fix_missing_locations(ast.copy_location(new, stmt))
+    for d in [decision] + decision.companions:
+        for new in d.replacement or []:
+            ast.fix_missing_locations(ast.copy_location(new, d.stmt))
     return decision
 
 
-def plan(sites: list[Site]) -> list[Decision]:
-    """One decision per site; side effects are looked up the user stack (logger wrappers)."""
+def branch_lines(sites: list[Site]) -> set[tuple[str, int]]:
+    """(realpath, line) of the data-dependent `if` statements at these sites: where to observe facts."""
+    lines = set()
+    for site in sites:
+        if site.category not in (DATA_DEPENDENT, SCALAR_READ):
+            continue
+        tree = parse_file(site.filename)
+        func = enclosing_function(tree, site.lineno) if tree else None
+        stmt = statement_at(func, site.lineno) if func else None
+        real = os.path.realpath(site.filename)
+        if isinstance(stmt, ast.If):
+            lines.add((real, stmt.lineno))
+        elif stmt is not None and is_item_assign(stmt):  # the ifs its value may feed
+            lines |= {(real, s.lineno) for s in own_statements(func) if isinstance(s, ast.If)}
+    return lines
+
+
+def plan(sites: list[Site], observed: dict | None = None) -> list[Decision]:
+    """One decision per site; side effects are looked up the user stack (logger wrappers).
+    `observed`: facts.observe's dtype classes per (realpath, line) of a data-dependent `if`."""
     decisions = []
     for site in sites:
         innermost = (site.filename, site.lineno)
@@ -79,11 +107,11 @@ def plan(sites: list[Site]) -> list[Decision]:
             frames = frames[:1]
         first = None
         for filename, lineno in frames:
-            decision = _try_frame(site, filename, lineno)
+            decision = _try_frame(site, filename, lineno, observed or {})
             first = first or decision
             if decision.rule:
                 break
         else:
             decision = first
-        decisions.append(decision)
+        decisions += [decision] + decision.companions
     return decisions

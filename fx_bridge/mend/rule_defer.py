@@ -3,7 +3,8 @@ statement -> `__mend_rt__.defer(__name__, "logger", "warning", args, kwargs, whe
 
 Legal when: the callee is bound (module global or builtin, not shadowed by a local, closure or
 `global` rebinding) to the real print / a `logging.Logger` / the `logging` or `warnings` module.
-Arguments are still evaluated in place; only the call is buffered, with tensors cloned.
+Arguments are still evaluated in place; under Dynamo the call becomes an in-graph `mend::emit`
+node (effects.py) that runs it when the graph runs, with tensors cloned at the call.
 `warnings.warn` keeps its original file:line attribution (`where`), so it is rewritten only
 without `stacklevel`/`source` (their attribution cannot be reconstructed after the fact).
 """
@@ -48,9 +49,9 @@ def rewrite_defer(node: ast.Expr, scope: Scope, filename: str) -> list[ast.stmt]
     receiver, method, is_warn = _target(call.func, scope)
     module = sys.modules.get(scope.globs.get("__name__", ""))
     if module is None or vars(module) is not scope.globs:
-        raise Refuse("the module is not importable by its __name__, so the flush could not find the callee")
+        raise Refuse("the module is not importable by its __name__, so the emitting op could not find the callee")
     if receiver is call.func and not is_warn and any(k.arg == "file" for k in call.keywords):
-        raise Refuse("print(file=...): the function may read that stream back before the deferred flush")
+        raise Refuse("print(file=...): the function may read that stream back before the graph emits")
     where: ast.expr = ast.Constant(None)
     if is_warn:
         if len(call.args) > 2 or {k.arg for k in call.keywords} - {"message", "category"}:

@@ -11,15 +11,21 @@ branches); each value is provably total (`Speculation`), so evaluating the untak
 raise or cause an effect; a name assigned in only one branch is surely bound before the `if`;
 branch-only temporaries are not used elsewhere. `select` itself falls back to the original choice
 when the values differ in shape/dtype/device (resolved at trace time), so the answer never changes.
+A value total only for the dtype classes observed at the break (`y - 1`: not for bool) is admitted
+under a guard on those facts, whose else branch is the original `if` (see facts.py).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
+
+import torch
 
 from fx_bridge.mend.predicate import (
     Refuse, convert, first_leaf, looks_tensor_valued, rt_call, split_static_prefix,
 )
+from fx_bridge.mend.facts import Typing
 from fx_bridge.mend.scope import Scope
 from fx_bridge.mend.speculation import Speculation, float_dtype_facts, tensor_names
 
@@ -46,12 +52,18 @@ def _branch_parts(stmts: list[ast.stmt]) -> tuple[list[ast.Assign], ast.expr | N
     return assigns, ret
 
 
-def rewrite_where(node: ast.If, scope: Scope) -> list[ast.stmt]:
+def rewrite_where(node: ast.If, scope: Scope, observed: dict[str, str] | None = None) -> list[ast.stmt]:
+    """`observed`: dtype class of each local tensor seen at this `if` (facts.observe); values
+    proven total only through them are guarded by `facts_hold`, else-branch the original `if`."""
     if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
         raise Refuse("elif chain")
     prefix, test = split_static_prefix(node.test, lambda e: looks_tensor_valued(e, scope))
     bound = scope.bound_before(node)
-    spec = Speculation(scope, bound, tensor_names(first_leaf(test), scope), float_dtype_facts(node.test, scope))
+    typing = None
+    if observed:
+        typing = Typing({n: c for n, c in observed.items() if n in bound}, lambda n: scope.denotes(n, torch))
+    spec = Speculation(scope, bound, tensor_names(first_leaf(test), scope), float_dtype_facts(node.test, scope),
+                       typing)
     pred_name = f"__mend_p{node.lineno}"
     out: list[ast.stmt] = [ast.Assign([ast.Name(pred_name, ast.Store())], convert(test, scope, spec))]
 
@@ -65,13 +77,15 @@ def rewrite_where(node: ast.If, scope: Scope) -> list[ast.stmt]:
     for label, assigns, ret in (("t", t_assigns, t_ret), ("f", f_assigns, f_ret)):
         renames: dict[str, str] = {}
         spec.temps = {}
+        if typing is not None:
+            typing.temps = {}
         for assign in assigns:
             value = _Rename(renames).visit(ast.parse(ast.unparse(assign.value), mode="eval").body)
             kind = spec.kind(value)
             if kind is None:
                 raise Refuse(f"value may fault or have an effect if evaluated untaken: {ast.unparse(assign.value)}")
             name = f"__mend_{label}{node.lineno}_{assign.targets[0].id}"
-            spec.temps[name] = kind
+            spec.bind_temp(name, value, kind)
             renames[assign.targets[0].id] = name
             out.append(ast.Assign([ast.Name(name, ast.Store())], value))
         if ret is not None:
@@ -91,7 +105,9 @@ def rewrite_where(node: ast.If, scope: Scope) -> list[ast.stmt]:
         out.append(ast.Return(rt_call("select", pred, *returns)))
     if not live and not returns:
         raise Refuse("the branches define no live value")
-    if prefix is not None:
-        out = [ast.If(prefix, out, [])]
+    if prefix is not None:  # `if A and B: S1 else: S2` is `if A: <select on B> else: S2`
+        out = [ast.If(prefix, out, copy.deepcopy(node.orelse))]
+    if typing is not None and typing.used:
+        out = [ast.If(typing.guard(rt_call), out, [copy.deepcopy(node)])]
     return out
 

@@ -1,7 +1,7 @@
 """Helpers that mended code calls (`__mend_rt__.select(...)` etc.).
 
 Each helper has two faces: run eagerly it does exactly what the original code did; traced by Dynamo
-it takes the graph-friendly path (torch.where, a buffered effect, an in-graph assertion) only when a
+it takes the graph-friendly path (torch.where, an in-graph effect node, an in-graph assertion) only when a
 trace-time check on tensor metadata shows the result is the same, and otherwise falls back to the
 original Python (which breaks the graph, but never changes the answer).
 """
@@ -12,12 +12,10 @@ import builtins
 import contextlib
 import functools
 import re
-import sys
-import warnings
 
 import torch
 
-from fx_bridge.mend import dynamo_compat
+from fx_bridge.mend import dynamo_compat, effects, facts
 
 # ---------------------------------------------------------------- predicated control flow
 
@@ -43,6 +41,36 @@ def select(cond, if_true, if_false):
     if _is_scalar_tensor(cond) and _same_meta(if_true, if_false) and cond.device == if_true.device:
         return torch.where(cond.reshape(()).bool(), if_true, if_false)
     return if_true if cond else if_false
+
+
+def item_cond(value):
+    """`value.item()` read only for its truth value: eagerly the item itself; traced, a copy of the
+    1-element tensor (same truth value), so the `if`s it feeds can be predicated in the graph."""
+    if torch.compiler.is_compiling() and _is_scalar_tensor(value):
+        return value.detach().clone()
+    return value.item()
+
+
+def _broadcastable(tensors) -> bool:
+    """Same device and broadcast-compatible shapes (a binary op between any two cannot fail)."""
+    if not tensors:
+        return True
+    if any(t.device != tensors[0].device for t in tensors):
+        return False
+    for i in range(1, max(t.dim() for t in tensors) + 1):
+        sizes = [t.shape[-i] for t in tensors if t.dim() >= i and t.shape[-i] != 1]
+        if any(s != sizes[0] for s in sizes):
+            return False
+    return True
+
+
+def facts_hold(values, classes, combined) -> bool:
+    """Do the facts a [Where] rewrite relied on hold here: each value a tensor of its observed dtype
+    class, and the `combined` ones broadcastable on one device? Static under Dynamo (metadata only)."""
+    for value, cls in zip(values, classes):
+        if not isinstance(value, torch.Tensor) or value.dtype not in facts.DTYPES[cls]:
+            return False
+    return _broadcastable(combined)
 
 
 def pnot(value):
@@ -77,74 +105,19 @@ def tensor_equal(a, b):
 
 
 # ---------------------------------------------------------------- deferred side effects
-#
-# Under Dynamo, `defer` appends to `_pending`, a side effect Dynamo replays after the graph. Dynamo
-# guards on the list's length, so the buffer must be empty when a compiled call starts: call
-# compiled code through `compile()` / `boundary()`, which flush after every call. (Dynamo's own
-# reorderable logging functions are no help here: in 2.13 they are silently dropped when called
-# from an inlined function.)
-
-_pending: list[tuple] = []
-
-
-def _snapshot(value):
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()  # later in-place updates must not change what is emitted
-    if type(value) is tuple:  # not torch.Size or namedtuples: those print differently when rebuilt
-        return tuple(_snapshot(v) for v in value)
-    if type(value) is list:
-        return [_snapshot(v) for v in value]
-    if type(value) is dict:
-        return {k: _snapshot(v) for k, v in value.items()}
-    return value
-
-
-def _resolve(module: str, receiver: str):
-    """`receiver` ("logger", "print", "warnings.warn") as the global/builtin it names in `module`."""
-    head, *rest = receiver.split(".")
-    namespace = vars(sys.modules[module])
-    obj = namespace[head] if head in namespace else getattr(builtins, head)
-    for attr in rest:
-        obj = getattr(obj, attr)
-    return obj
-
-
-def _emit(module, receiver, method, args, kwargs, where):
-    if where is not None:  # warnings.warn: keep the original file:line attribution and registry
-        message, category = _warn_args(args, kwargs)
-        registry = vars(sys.modules[module]).setdefault("__warningregistry__", {})
-        warnings.warn_explicit(message, category, where[0], where[1], module, registry)
-        return
-    target = _resolve(module, receiver)
-    (getattr(target, method) if method else target)(*args, **kwargs)
-
-
-def _warn_args(args, kwargs):
-    message = args[0] if args else kwargs["message"]
-    category = args[1] if len(args) > 1 else kwargs.get("category")
-    if category is None:
-        category = message.__class__ if isinstance(message, Warning) else UserWarning
-    return message, category
 
 
 def defer(module, receiver, method, args, kwargs, where=None):
     """Call `receiver.method(*args, **kwargs)` (or `receiver(...)` when method is None), where
     `receiver` names a global or builtin of `module`; `where` = (file, line) for `warnings.warn`.
 
-    Eagerly it runs now, after emitting anything still buffered (keeps the order). Under Dynamo
-    the call is buffered with snapshots of its arguments; `flush()` emits it in program order.
+    Eagerly it runs now. Under Dynamo it becomes a side-effecting `mend::emit` node that runs the
+    call when the graph runs, in program order, with the tensors as they were here (cloned).
     """
     if torch.compiler.is_compiling():
-        _pending.append((module, receiver, method, _snapshot(args), _snapshot(kwargs), where))
+        effects.emit_in_graph((module, receiver, method, where), args, kwargs)
         return
-    flush()
-    _emit(module, receiver, method, args, kwargs, where)
-
-
-def flush() -> None:
-    """Emit buffered side effects in program order."""
-    while _pending:
-        _emit(*_pending.pop(0))
+    effects.emit_now(module, receiver, method, where, args, kwargs)
 
 
 # ---------------------------------------------------------------- predicated validation
@@ -173,16 +146,15 @@ def restored_exception(err: BaseException) -> BaseException:
 
 @contextlib.contextmanager
 def boundary():
-    """Wrap a compiled call: flush deferred effects (also on error) and restore trap exceptions."""
+    """Wrap a compiled call so a failed in-graph trap re-raises the original exception type.
+    (Deferred effects need no boundary: they run inside the graph.)"""
     try:
         yield
     except Exception as err:
-        flush()
         restored = restored_exception(err)
         if restored is err:
             raise
         raise restored from err
-    flush()
 
 
 def compile(model, **compile_kwargs):

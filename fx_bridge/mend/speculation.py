@@ -78,14 +78,30 @@ def tensor_names(expr: ast.expr, scope: Scope) -> set[str]:
 class Speculation:
     """Kinds of provably total expressions inside one function, at one program point."""
 
-    def __init__(self, scope: Scope, bound: set[str], tensors: set[str], floats: set[str]):
+    def __init__(self, scope: Scope, bound: set[str], tensors: set[str], floats: set[str], typing=None):
         self.scope = scope
         self.bound = bound
         self.tensors = tensors & bound
         self.floats = floats
         self.temps: dict[str, str] = {}
+        self.typing = typing  # facts.Typing over observed dtype classes, or None
+
+    def bind_temp(self, name: str, value: ast.expr, kind: str) -> None:
+        self.temps[name] = kind
+        if self.typing is not None and kind == TENSOR:
+            cls = self.typing.tensor_class(value)
+            if cls:
+                self.typing.temps[name] = cls
 
     def kind(self, e: ast.expr) -> str | None:
+        """SCALAR/TENSOR/VALUE/FINFO when `e` is provably total, else None; with observed facts,
+        also tensor expressions that are total for the observed dtype classes."""
+        found = self._static_kind(e)
+        if found is None and self.typing is not None and self.typing.tensor_class(e):
+            return TENSOR
+        return found
+
+    def _static_kind(self, e: ast.expr) -> str | None:
         if isinstance(e, ast.Constant):
             return SCALAR if isinstance(e.value, (bool, int, float)) else VALUE
         if isinstance(e, ast.Name):

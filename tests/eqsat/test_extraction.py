@@ -2,8 +2,8 @@
 import sys
 
 from eqsat.cost import CostModel
-from eqsat.extract import bottom_up, extract, is_acyclic, is_complete, translate_choice
-from eqsat_graphs import Program, input_choice, roots_of, view_of
+from eqsat.extract import bottom_up, extract, is_acyclic, is_complete
+from eqsat_graphs import Program, input_choice, input_in, roots_of, view_of
 
 FROZEN = CostModel(frozen_params=True)
 
@@ -41,7 +41,7 @@ def test_input_program_is_kept_when_nothing_is_cheaper():
     view = view_of(p, extra=unions)
     roots = roots_of(view, outs)
     training = CostModel(alpha=1.0, beta=1e-3)  # weight cats are runtime copies: fusing does not pay
-    res = extract(view, roots, training, original=translate_choice(before, original, view))
+    res = extract(view, roots, training, original=input_in(view, p, outs))
     assert res.extractor == "input" and not res.improved
     assert res.cost == training.program_cost(before, original, roots_of(before, outs)).cost
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from eqsat.cost import CostModel
-from fx_bridge import eqsat_backend
+from fx_bridge import eqsat_backend, torch_compat
 from fx_bridge.horizontal import find_groups, horizontal_unions
 from fx_bridge.lower import lower
 from optimized import assert_no_fallback, assert_optimized
@@ -312,7 +312,7 @@ def test_two_tiny_linears_in_training_stay_unfused():
 def _launches(backend, model, x):
     from fx_bridge import inductor_metrics
 
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"), \
             inductor_metrics.capture_output_code() as code:
         out = torch.compile(model, backend=backend)(x)

@@ -1,5 +1,6 @@
 """Small functions with known graph breaks (the mender reads this file's source)."""
 
+import enum
 import logging
 import warnings
 
@@ -164,3 +165,70 @@ def guard_short_circuit(x, extra):
     if (y < 0).any() or torch.isnan(extra).any():
         raise ValueError("bad input")
     return y + 1
+
+
+def print_each_call(x):
+    y = x * 2
+    print("call", y)
+    return y + 1
+
+
+def arith_branch(y):
+    if y.sum() > 0:
+        z = y * 2
+    else:
+        z = y - 1
+    return z * 3
+
+
+def static_prefix_else(x, flag):
+    y = x * 2
+    if flag and y.sum() > 0:
+        z = y + 1
+    else:
+        z = y * 3
+    return z
+
+
+def item_branch(x):
+    y = x * 2
+    has_neg = (y < 0).any().item()
+    if has_neg:
+        z = y.abs() + 1
+    else:
+        z = y - 3
+    return z * 2
+
+
+def item_escapes(x):
+    y = x * 2
+    has_neg = (y < 0).any().item()
+    if has_neg:
+        y = y.abs()
+    return y * 2, has_neg
+
+
+def count_as_size(x):
+    y = x * 2
+    n = (y > 0).sum().item()
+    return y.new_zeros(n) + 1, y * 3
+
+
+class Mode(enum.IntEnum):
+    FAST = 1
+
+
+def print_mixed_args(x):
+    y = x * 2
+    print("mode", [Mode.FAST], True, 3, 2.5, None, y.shape, [y.sum()], {"k": y})
+    return y + 1
+
+
+def item_shapes(x):
+    y = x * 2
+    flag = (y > 0).any().item()
+    if flag:
+        z = y.sum()
+    else:
+        z = y
+    return z + 1

@@ -14,7 +14,7 @@ import torch
 import mend_samples as s
 from fx_bridge.mend import compile as mend_compile
 from fx_bridge.mend import detect, mend
-from fx_bridge.mend.detect import DATA_DEPENDENT, SIDE_EFFECT, VALIDATION
+from fx_bridge.mend.detect import DATA_DEPENDENT, SCALAR_READ, SIDE_EFFECT, VALIDATION
 from fx_bridge.mend.inprocess import Patch
 from fx_bridge.mend.plan import plan
 
@@ -225,18 +225,165 @@ def test_changed_outputs_undo_every_rewrite(monkeypatch):
     assert report.after.breaks == report.before.breaks == 1
 
 
-def test_deferred_effects_do_not_recompile_across_calls(mended):
-    mended(s.side_effects, torch.ones(2))
-    graphs = []
-
+def _counting_backend(graphs):
     def counting(gm, example_inputs):
         graphs.append(gm)
         return gm.forward
+    return counting
 
+
+def test_bare_torch_compile_prints_every_call_in_order_with_one_compile(mended):
+    """No boundary: each deferred print is an in-graph op, so the buffer Dynamo would guard on is gone."""
+    report = mended(s.print_each_call, torch.ones(2))
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    graphs = []
     torch._dynamo.reset()
-    f = mend_compile(s.side_effects, backend=counting)
+    f = torch.compile(s.print_each_call, backend=_counting_backend(graphs))
+    inputs = [torch.full((2,), float(i)) for i in range(10)]
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        results = [f(x) for x in inputs]
+    assert len(graphs) == 1
+    assert out.getvalue().splitlines() == [f"call {x * 2}" for x in inputs]
+    for x, result in zip(inputs, results):
+        assert torch.equal(result, x * 2 + 1)
+
+
+def test_in_graph_effects_survive_aot_and_keep_pre_mutation_values(mended):
+    """AOTAutograd functionalizes and dead-code-eliminates; the side-effecting op must stay, in order."""
+    mended(s.side_effects, torch.ones(2))
+    torch._dynamo.reset()
+    f = torch.compile(s.side_effects, backend="aot_eager")
+    events = []
+    handler = logging.Handler()
+    handler.emit = lambda record: events.append(record.getMessage())
+    s.log.addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i in range(3):
+                assert torch.equal(f(torch.full((2,), float(i))), (torch.full((2,), 2.0 * i) + 100) * 3)
+    finally:
+        s.log.removeHandler(handler)
+    assert out.getvalue().splitlines() == [f"y is {torch.full((2,), 2.0 * i)} torch.Size([2])" for i in range(3)]
+    assert events == ["sum " + str(torch.tensor(4.0 * i)) for i in range(3)]
+
+
+def test_deferred_effects_under_dynamic_shapes_keep_shape_arguments(mended):
+    """A shape printed under dynamic shapes is symbolic at trace time; it travels as an op argument."""
+    mended(s.side_effects, torch.ones(2))
+    graphs = []
+    torch._dynamo.reset()
+    f = torch.compile(s.side_effects, backend=_counting_backend(graphs), dynamic=True)
     with contextlib.redirect_stdout(io.StringIO()) as out, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(3):
-            f(torch.ones(2))
-    assert len(graphs) == 1 and out.getvalue().count("y is") == 3
+        for n in (2, 3, 4):
+            f(torch.ones(n))
+    assert len(graphs) == 1
+    assert [line.split(" torch.Size")[1] for line in out.getvalue().splitlines()] == ["([2])", "([3])", "([4])"]
+
+
+def test_arith_branch_admitted_by_observed_float_facts(mended):
+    """`y - 1` raises on bool tensors, so only the observed float class makes it safe to speculate."""
+    pos, neg = torch.tensor([1.0, 2.0, -0.5]), torch.tensor([-1.0, 0.5, -3.0])
+    expected = {"pos": s.arith_branch(pos), "neg": s.arith_branch(neg)}
+    report = mended(s.arith_branch, pos)
+    assert (report.before.breaks, report.after.breaks) == (1, 0) and report.outputs_equal
+    assert [d.rule for d in report.decisions] == ["where"]
+    graphs = []
+    torch._dynamo.reset()
+    f = torch.compile(s.arith_branch, backend=_counting_backend(graphs))
+    assert torch.equal(f(pos), expected["pos"]) and torch.equal(f(neg), expected["neg"])
+    assert len(graphs) == 1  # both branches from one graph: the guard is static
+
+
+def test_arith_branch_with_bool_tensor_takes_original_branch(mended):
+    some, none = torch.tensor([True, False]), torch.tensor([False, False])
+    expected = s.arith_branch(some)
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        s.arith_branch(none)
+    mended(s.arith_branch, torch.ones(2))
+    assert torch.equal(s.arith_branch(some), expected)  # mended code, eager
+    torch._dynamo.reset()
+    before = detect(s.arith_branch, (some,), explain=False)
+    assert before.breaks == 1 and before.sites[0].category == DATA_DEPENDENT  # the original `if`, still breaking
+    assert torch.equal(before.output, expected)
+    f = torch.compile(s.arith_branch, backend="eager")
+    with pytest.raises(RuntimeError, match="Subtraction"):
+        f(none)
+
+
+def test_facts_refuse_what_the_observed_class_does_not_make_total():
+    """Integer floor-division by zero raises: not admitted for int tensors, admitted for float."""
+    import ast
+
+    from fx_bridge.mend.facts import Typing
+
+    def cls(expr, observed):
+        return Typing(observed, lambda n: n == "torch").tensor_class(ast.parse(expr, mode="eval").body)
+
+    assert cls("y // 2", {"y": "int"}) is None and cls("y // 2", {"y": "float"}) == "float"
+    assert cls("y - 1", {"y": "bool"}) is None and cls("(y - 1).float()", {"y": "int"}) == "float"
+    assert cls("torch.exp(y) > w", {"y": "float", "w": "int"}) == "bool"
+    assert cls("y.exp()", {"y": "int"}) is None and cls("y & 1", {"y": "float"}) is None
+
+
+def test_static_prefix_false_runs_the_else_branch(mended):
+    x = torch.ones(2)
+    expected = {flag: s.static_prefix_else(x, flag) for flag in (True, False)}
+    report = mended(s.static_prefix_else, x, True)
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    f = compiled_eager(s.static_prefix_else)
+    for flag, value in expected.items():
+        assert torch.equal(f(x, flag), value)
+
+
+def test_item_branch_keeps_the_flag_a_tensor_and_predicates_the_if(mended):
+    mixed, positive = torch.tensor([1.0, -2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0])
+    expected = {"mixed": s.item_branch(mixed), "positive": s.item_branch(positive)}
+    report = mended(s.item_branch, mixed)
+    assert report.before.sites[0].category == SCALAR_READ and report.before.sites[0].gb_code == "GB0124"
+    assert (report.before.breaks, report.after.breaks) == (1, 0) and report.outputs_equal
+    assert [d.rule for d in report.decisions] == ["item", "where"]
+    assert not report.suggestion  # nothing of that kind is left
+    graphs = []
+    torch._dynamo.reset()
+    f = torch.compile(s.item_branch, backend=_counting_backend(graphs))
+    assert torch.equal(f(mixed), expected["mixed"]) and torch.equal(f(positive), expected["positive"])
+    assert len(graphs) == 1
+    assert torch.equal(s.item_branch(positive), expected["positive"])  # eagerly still `.item()`
+
+
+def test_item_used_as_a_value_is_left_alone(mended):
+    report = mended(s.item_escapes, torch.tensor([1.0, -2.0]))
+    assert report.decisions[0].rule is None and "used as a value" in report.decisions[0].reason
+    assert report.after.breaks == report.before.breaks == 1
+    assert report.suggestion.endswith("breaks 1 -> 1, outputs bit-identical")  # branching on it still breaks
+
+
+def test_count_used_as_a_size_gets_a_measured_config_suggestion(mended):
+    report = mended(s.count_as_size, torch.tensor([1.0, -2.0, 3.0]))
+    assert report.after.breaks == report.before.breaks == 1
+    assert report.suggestion.startswith("torch._dynamo.config.capture_scalar_outputs")
+    assert report.suggestion.endswith("breaks 1 -> 0, outputs bit-identical")
+
+
+def test_in_graph_print_reproduces_every_argument_kind(mended):
+    """Enums, bools, None, numbers, sizes and nested containers print exactly as eagerly."""
+    x = torch.arange(3.0)
+    with contextlib.redirect_stdout(io.StringIO()) as eager:
+        s.print_mixed_args(x)
+    report = mended(s.print_mixed_args, x)
+    assert (report.before.breaks, report.after.breaks) == (1, 0)
+    torch._dynamo.reset()
+    f = torch.compile(s.print_mixed_args, backend="eager")
+    with contextlib.redirect_stdout(io.StringIO()) as compiled:
+        f(x)
+    assert compiled.getvalue() == eager.getvalue()
+
+
+def test_item_rewrite_falls_with_the_if_it_feeds(mended):
+    """The if's values differ in shape, so its select falls back at trace time; the [Item] rewrite goes too."""
+    report = mended(s.item_shapes, torch.ones(3))
+    assert [d.rule for d in report.decisions] == [None, None]
+    assert "stands or falls" in report.decisions[0].reason and "fell back" in report.decisions[1].reason
+    assert report.after.breaks == report.before.breaks == 1 and report.outputs_equal

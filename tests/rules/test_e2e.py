@@ -2,7 +2,7 @@
 import torch
 
 import rules
-from fx_bridge import eqsat_backend, inductor_metrics, last_reports, optimize
+from fx_bridge import eqsat_backend, inductor_metrics, last_reports, optimize, torch_compat
 from optimized import assert_optimized
 from rules.dsl import add, ints, mm, narrow, relu, rewrite, tensor
 
@@ -67,7 +67,7 @@ def test_user_rule_fires_with_backend_eqsat_and_changes_kernel_count():
     try:
         kernels = {}
         for backend in ("inductor", "eqsat"):
-            torch._dynamo.reset()
+            torch_compat.reset_dynamo()
             inductor_metrics.reset()
             out = torch.compile(ThreeProjections(), backend=backend)(*args)
             torch.testing.assert_close(out, ThreeProjections()(*args), rtol=1e-4, atol=1e-4)

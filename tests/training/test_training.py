@@ -8,6 +8,7 @@ import torch
 
 from bench.models import NEEDS_TRANSFORMERS, REGISTRY
 from bench.train_step import build, max_grad_error, run_step
+from fx_bridge import torch_compat
 from optimized import assert_no_fallback
 
 FAST = {"recsys_tower"}
@@ -22,7 +23,7 @@ def _params():
 def _result(name: str, mode: str | None):
     if name in NEEDS_TRANSFORMERS:
         pytest.importorskip("transformers")
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     model, inputs = build(name, "tiny")
     return run_step(model, inputs, mode)
 

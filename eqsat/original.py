@@ -1,23 +1,33 @@
-"""Find the input program inside the saturated e-graph.
+"""The input program: found in an e-graph and priced, by one function (``input_program``).
 
-egglog keeps every e-node it was given, so each term lowering emitted is still there, now in a
+egglog keeps every e-node it was given, so each term lowering emitted is still there, later in a
 (possibly larger) e-class. Matching them by constructor and argument classes gives the input program
-as a choice: the cost to beat ("never worse"), and the nodes whose FX names and metadata raising keeps.
+as a choice. Before any rule ran that is exactly the program as written: its price is the cost to
+beat ("never worse"). After saturation it is the extractor's "input" candidate, and its e-nodes are
+the ones whose FX names and metadata raising keeps.
 """
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
-from eqsat.extract import Choice
-from eqsat.serialized import EGraphView, ENode
-
-from .lower import Lowered
+from .cost import CostModel, ProgramCost
+from .serialized import Choice, EGraphView, ENode
 from .terms import IVec, Ref, Term, TList
 
 
+@dataclass
+class InputProgram:
+    choice: Choice                         # one input e-node per class (where classes merged, the earliest)
+    roots: list[str]                       # the classes of the program's outputs
+    enode_of_let: dict[str, str]           # let → the e-node of its term
+    nodes_of_class: dict[str, set[str]]    # class → every input e-node in it
+    cost: ProgramCost | None = None        # priced with the model given
+
+
 class _Matcher:
-    def __init__(self, low: Lowered, view: EGraphView):
-        self.low, self.view = low, view
+    def __init__(self, view: EGraphView):
+        self.view = view
         self.choice: Choice = {}
 
     def cls(self, ref: Ref) -> str:
@@ -80,21 +90,21 @@ class _Matcher:
         return next((n for n in self._nodes(cls) if self.matches(n, term)), None)
 
 
-def original_program(low: Lowered, view: EGraphView
-                     ) -> tuple[Choice, dict[str, torch.fx.Node], dict[str, set[str]]]:
-    """The input program inside the saturated e-graph: a choice (where rules merged two of its
-    classes, the earliest term wins, so this may already be cheaper than the input), the FX node
-    each input e-node came from, and every input e-node of each class."""
-    m = _Matcher(low, view)
-    fx_of_enode: dict[str, torch.fx.Node] = {}
+def input_program(view: EGraphView, originals: Mapping[str, Term], roots: Sequence[str],
+                  model: CostModel | None = None) -> InputProgram:
+    """The program ``originals`` (let → term, in binding order) with outputs ``roots`` (lets), found in
+    ``view``, and priced with ``model`` when one is given. Where rules merged two of its classes the
+    earliest term wins, so after saturation this may already be cheaper than the input."""
+    m = _Matcher(view)
+    enode_of_let: dict[str, str] = {}
     nodes_of_class: dict[str, set[str]] = {}
-    for let, term in low.originals.items():
+    for let, term in originals.items():
         node = m.term_node(let, term)
         if node is None:
             raise LookupError(f"term {let} = {term} is missing from the e-graph")
         m.choice.setdefault(node.eclass, node.id)
         nodes_of_class.setdefault(node.eclass, set()).add(node.id)
-        fx_node = low.node_of_let.get(let)
-        if fx_node is not None:
-            fx_of_enode.setdefault(node.id, fx_node)
-    return m.choice, fx_of_enode, nodes_of_class
+        enode_of_let[let] = node.id
+    classes = [view.lets[let] for let in roots]
+    cost = model.program_cost(view, m.choice, classes) if model is not None else None
+    return InputProgram(m.choice, classes, enode_of_let, nodes_of_class, cost)

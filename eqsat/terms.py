@@ -1,15 +1,16 @@
-"""Terms as Python values on the way into egglog, and the key table for op attributes.
+"""Terms as Python values on the way into egglog, the program that binds them, and the key table.
 
-Lowering builds ``Term(ctor, args)`` values and prints them as egglog text; raising reads e-nodes
-back. Pointwise/reduction keys carry non-tensor attributes (``clamp(min=0.0,max=6.0)``); a key table
-keeps the decoded attributes so raising never parses text, and interns keys whose repr is not safe
-inside an egglog string.
+Lowering and horizontal fusion build ``Term(ctor, args)`` values and record them in a ``Program``
+(``let``, ``same``, shape/dtype facts) which renders them as egglog text here, in the engine, and
+``Session.load`` runs it; raising reads e-nodes back. Pointwise/reduction keys carry non-tensor
+attributes (``clamp(min=0.0,max=6.0)``); a key table keeps the decoded attributes so raising never
+parses text, and interns keys whose repr is not safe inside an egglog string.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,45 @@ def render(x: Any) -> str:
     if isinstance(x, str):
         return json.dumps(x)
     raise TypeError(f"cannot render {x!r} as an egglog term")
+
+
+class Program:
+    """Typed statements for an e-graph, rendered to egglog commands (``Session.load`` runs them).
+
+    Kept as a value so one lowered graph can be loaded into several sessions (greedy mode).
+    """
+
+    def __init__(self):
+        self.commands: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.commands)
+
+    def let(self, name: str, term: Any) -> Ref:
+        """Bind ``term`` to the name ``name`` (names start with ``$``)."""
+        self.commands.append(f"(let {name} {render(term)})")
+        return Ref(name)
+
+    def same(self, x: Any, term: Any) -> None:
+        """``x`` and ``term`` are equal: unioned in one batch when saturation starts (``Session.seed``)."""
+        self.commands.append(f"(Same {render(x)} {render(term)})")
+
+    def mark_param(self, x: Any) -> None:
+        """``x`` is a parameter (a runtime value in training, foldable when frozen)."""
+        self.commands.append(f"(IsParam {render(x)})")
+
+    def set_shape(self, x: Any, shape: Sequence[int]) -> None:
+        self.commands.append(f"(set (shape {render(x)}) {render(IVec(tuple(shape)))})")
+
+    def set_dtype(self, x: Any, dtype: str) -> None:
+        self.commands.append(f"(set (dtype {render(x)}) {render(dtype)})")
+
+    def keeps_dtype(self, key: str) -> None:
+        """Op key ``key`` (an op with attributes) keeps a floating dtype, as its op does."""
+        self.commands.append(f"(KeepsDtype {render(key)})")
+
+    def extend(self, other: "Program") -> None:
+        self.commands.extend(other.commands)
 
 
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,=()[]-+ ':/<>")

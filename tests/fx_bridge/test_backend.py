@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import rules
-from fx_bridge import eqsat_backend, inductor_metrics, last_reports
+from fx_bridge import eqsat_backend, inductor_metrics, last_reports, torch_compat
 
 from e2e_models import MLP, Attention, SplitCat
 from optimized import assert_no_fallback, assert_optimized
@@ -72,7 +72,7 @@ def test_disabled_family_neither_fires_nor_is_used_while_the_others_optimize():
     algebra = family("algebra")
     reports = {}
     for disabled in ((), ("algebra",)):
-        torch._dynamo.reset()
+        torch_compat.reset_dynamo()
         backend = eqsat_backend(inner="eager", validate=True, disabled=list(disabled))
         torch.testing.assert_close(torch.compile(model, backend=backend)(x), model(x))
         (reports[disabled],) = backend.reports
@@ -95,7 +95,7 @@ def _generated_code(inner):
     f = SplitCat()
     x = torch.randn(4, 32)
     backend = eqsat_backend(inner=inner)
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     with inductor_metrics.inductor_config_patch("inductor"), inductor_metrics.capture_output_code() as codes:
         torch.testing.assert_close(torch.compile(f, backend=backend)(x), f(x))
     return codes, backend
@@ -119,7 +119,7 @@ def test_greedy_mode_runs_families_in_order():
     x = torch.randn(8, 16)
     reports = {}
     for mode in ("saturate", "greedy"):
-        torch._dynamo.reset()
+        torch_compat.reset_dynamo()
         backend = eqsat_backend(inner="eager", mode=mode, validate=True)
         torch.testing.assert_close(torch.compile(f, backend=backend)(x), f(x))
         (reports[mode],) = backend.reports

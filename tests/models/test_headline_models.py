@@ -15,7 +15,7 @@ import torch
 
 from bench.models import REGISTRY
 from bench.train_step import max_grad_error, run_step
-from fx_bridge import eqsat_backend, inductor_metrics
+from fx_bridge import eqsat_backend, inductor_metrics, torch_compat
 from optimized import assert_no_fallback, assert_optimized
 
 # name: (size, the rule the optimized Dynamo graph must use or None, whether launches must drop)
@@ -37,7 +37,7 @@ def _inference(name, backend_kind):
     """(outputs, launches, backend) of one no-grad call compiled cold with Inductor."""
     model, inputs = _build(name)
     backend = eqsat_backend(mode=backend_kind) if backend_kind in ("saturate", "greedy") else "inductor"
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"), \
             inductor_metrics.capture_output_code() as codes:
         out = torch.compile(model, backend=backend)(*inputs)
@@ -47,7 +47,7 @@ def _inference(name, backend_kind):
 @functools.lru_cache(maxsize=None)
 def _training(name, mode):
     model, inputs = _build(name)
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     return run_step(model.train(), inputs, mode)
 
 

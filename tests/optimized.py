@@ -10,7 +10,7 @@ from __future__ import annotations
 def assert_no_fallback(report) -> None:
     """The optimizer ran to the end on this graph: not skipped, no validation mismatch, no error."""
     assert report.skipped == "", f"graph kept: {report.skipped}"
-    assert getattr(report, "fallback", "") == "", f"fell back: {report.fallback}: {report.summary()}"
+    assert report.fallback == "", f"fell back: {report.fallback}: {report.summary()}"
     assert not report.validated.startswith("mismatch"), report.validated
 
 

@@ -75,9 +75,6 @@ def test_a_known_improvement_is_reported_and_priced():
     torch.testing.assert_close(new_gm(x), f(x))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an alias copy is priced as its own kernel (CostModel.copy_cost) "
-                   "while the same clone priced with the program fuses: the rewrite + clone(x0) is judged dearer "
-                   "than the input and reported as kept (14.01), but the graph returned costs 12.01")
 def test_alias_copies_are_priced_as_the_returned_graph_costs():
     """Seed 36 of the random corpus: a cat of every chunk of x0 is x0 itself, returned as clone(x0)."""
     rng = random.Random(36)

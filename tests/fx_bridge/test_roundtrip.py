@@ -3,7 +3,6 @@ costs the report states are those of the graphs it returns, priced again from sc
 import math
 import random
 
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 

@@ -125,6 +125,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     _add_counts(report.rules_fired, sat.fired)
     with _phase(report, "extract"):
         ex = extract_program(built, low, cost, opts)
+    used_before = dict(report.rules_used)  # a round that keeps its input credits no rule
     _record(report, built, ex, rules)
     before, improved = built.before, ex.extraction.improved
     if not improved and not opts.always_raise:
@@ -136,6 +137,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
         except Unsupported as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels
+            report.rules_used = used_before
             return Round(gm, False)
         if repair.copies or repair.views:
             refresh_fake_values(new_gm, example_inputs, low.dialect)
@@ -147,7 +149,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
         if improved and after.cost >= before.cost * (1 - 1e-9):
             report.notes.append(f"kept the input program: {repair.copies} output copies needed to alias "
                                 "like eager cost more than the rewrite saves")
-            report.rules_used.clear()
+            report.rules_used = used_before
             if not opts.always_raise:
                 report.cost_after, report.kernels_after = before.cost, before.kernels
                 return Round(gm, False)

@@ -8,6 +8,7 @@ recorded before timing, as Dynamo does, so "lower" measures lowering alone.
 from __future__ import annotations
 
 import argparse
+import operator
 import random
 import time
 
@@ -22,10 +23,39 @@ PHASES = ("lower", "build", "saturate", "extract", "raise")
 def graph_of_size(nodes: int, seed: int = 0):
     """A random graph with about ``nodes`` FX nodes (about 1.5 nodes per generated op)."""
     gm, inputs = random_graph(random.Random(seed), n_ops=max(1, int(nodes / 1.5)), dtype=torch.float32, n_inputs=3)
+    _record_fake(gm, inputs)
+    return gm, inputs
+
+
+def split_pointwise_cat(pieces: int, rows: int = 64, identity_cat: bool = False):
+    """``cat([sigmoid(p) for p in split(x, 1, dim=1)], 1)`` on a ``rows × pieces`` input (Optimus'
+    wide case: the whole graph is one fused kernel). ``identity_cat`` adds a second output,
+    ``sigmoid(cat(split(y, 2, 1), 1))``, whose rewrite (cat_split_all) is found in a few iterations."""
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    split = g.call_function(torch.split, (x, 1), {"dim": 1})
+    outs = [g.call_function(torch.sigmoid, (g.call_function(operator.getitem, (split, i)),))
+            for i in range(pieces)]
+    results = [g.call_function(torch.cat, (outs,), {"dim": 1})]
+    inputs = [torch.randn(rows, pieces)]
+    if identity_cat:
+        y = g.placeholder("y")
+        halves = g.call_function(torch.split, (y, 2), {"dim": 1})
+        glued = g.call_function(torch.cat, ([g.call_function(operator.getitem, (halves, i)) for i in range(2)],),
+                                {"dim": 1})
+        results.append(g.call_function(torch.sigmoid, (glued,)))
+        inputs.append(torch.randn(4, 4))
+    g.output(tuple(results))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    _record_fake(gm, inputs)
+    return gm, inputs
+
+
+def _record_fake(gm, inputs) -> None:
+    """Fake values as Dynamo leaves them, so timing "lower" measures lowering alone."""
     torch_compat.propagate_fake(gm, inputs)
     for n in gm.graph.nodes:
         n.meta["example_value"] = n.meta.get("val")
-    return gm, inputs
 
 
 def main(argv=None) -> None:

@@ -1,8 +1,8 @@
 """``seconds=`` bounds the whole optimizer, and what it stops with is correct and no costlier.
 
-The wide split→sigmoid→cat takes ~50 s to saturate on 512 pieces (the analysis walks each cons list
-one cell per iteration); with a few seconds the optimizer must stop on time, still find the small
-rewrite next to it, and extract the best program found so far.
+The wide split→sigmoid→cat on 1,024 pieces takes ~12 s to saturate and extract on this 2-core box
+(2,048 pieces: 3 s just to build); with a few seconds the optimizer must stop on time, keep the
+rewrites found so far (anytime), and extract the best program among them.
 """
 import time
 
@@ -16,7 +16,7 @@ from fx_bridge.lower import lower
 from fx_bridge.options import Options
 from fx_bridge.pipeline import build
 
-SECONDS = 4.0
+SECONDS = 8.0
 SLACK = 0.1 * SECONDS + 0.5  # 10 %, plus one egglog command that cannot be interrupted
 
 
@@ -31,10 +31,10 @@ def _price(gm, inputs) -> float:
 
 
 def test_seconds_bounds_a_graph_that_takes_far_longer_and_the_partial_result_is_correct():
-    gm, inputs = split_pointwise_cat(512, identity_cat=True)
+    gm, inputs = split_pointwise_cat(1024, identity_cat=True)
     expected = gm(*inputs)
     t0 = time.perf_counter()
-    new_gm, report = optimize(gm, inputs, {"seconds": SECONDS, "always_raise": True})
+    new_gm, report = optimize(gm, inputs, {"seconds": SECONDS})
     elapsed = time.perf_counter() - t0
     assert elapsed <= SECONDS + SLACK, (elapsed, report.phase_seconds)
     assert report.stop_reason.startswith("time budget ("), report.stop_reason
@@ -47,7 +47,7 @@ def test_seconds_bounds_a_graph_that_takes_far_longer_and_the_partial_result_is_
 
 @pytest.mark.parametrize("seconds", [0.3, 1.5])
 def test_a_budget_too_short_to_build_keeps_the_input(seconds):
-    gm, inputs = split_pointwise_cat(512)
+    gm, inputs = split_pointwise_cat(2048)
     t0 = time.perf_counter()
     new_gm, report = optimize(gm, inputs, {"seconds": seconds})
     assert time.perf_counter() - t0 <= seconds + 0.1 * seconds + 0.5

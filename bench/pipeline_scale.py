@@ -1,9 +1,12 @@
 """Time each phase of the optimizer on synthetic graphs of growing size (issue: spine benchmark).
 
-    python -m bench.pipeline_scale --nodes 1000 5000 20000
+    python -m bench.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
 
-Graphs come from ``bench.graphgen`` (float32, split/cat/pointwise/view/matmul tangles). Fake values are
-recorded before timing, as Dynamo does, so "lower" measures lowering alone.
+Two axes: Optimus' wide split→pointwise→cat (``--pieces``) and random graphs from ``bench.graphgen``
+(``--nodes``: float32 split/cat/pointwise/view/matmul tangles). Fake values are recorded before
+timing, as Dynamo does, so "lower" measures lowering alone. Each row: phase times, final e-graph
+size, peak RSS, the cost model's predicted kernel launches before → after, and why it stopped
+("time budget (<phase>)" when ``--seconds`` ran out).
 """
 from __future__ import annotations
 
@@ -60,20 +63,27 @@ def _record_fake(gm, inputs) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000, 20000])
+    ap.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000, 20000],
+                    help="random graphs of about this many FX nodes")
+    ap.add_argument("--pieces", type=int, nargs="*", default=[256, 1024, 4096],
+                    help="split→sigmoid→cat graphs of this many pieces")
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=30.0)
     args = ap.parse_args(argv)
-    print("| FX nodes | e-nodes (final) | " + " | ".join(f"{p} s" for p in PHASES) + " | total s | stop |")
-    print("|---" * (len(PHASES) + 4) + "|")
-    for nodes in args.nodes:
-        gm, inputs = graph_of_size(nodes)
+    print("| graph | FX nodes | e-nodes (final) | " + " | ".join(f"{p} s" for p in PHASES)
+          + " | total s | peak RSS MB | kernels before → after | stop |")
+    print("|---" * (len(PHASES) + 7) + "|")
+    cases = [(f"split→sigmoid→cat ×{p}", lambda p=p: split_pointwise_cat(p)) for p in args.pieces]
+    cases += [(f"random ~{n}", lambda n=n: graph_of_size(n)) for n in args.nodes]
+    for name, make in cases:  # the RSS column is the process's peak so far: small cases first
+        gm, inputs = make()
         t0 = time.perf_counter()
         _, report = optimize(gm, inputs, {"always_raise": True, "iterations": args.iterations,
                                           "seconds": args.seconds, "max_nodes": 2_000_000})
         total = time.perf_counter() - t0
         phases = " | ".join(f"{report.phase_seconds.get(p, 0):.2f}" for p in PHASES)
-        print(f"| {len(gm.graph.nodes)} | {report.egraph_nodes} | {phases} | {total:.2f} | {report.stop_reason} |",
+        print(f"| {name} | {len(gm.graph.nodes)} | {report.egraph_nodes} | {phases} | {total:.2f} | "
+              f"{report.peak_rss_mb:.0f} | {report.kernels_before} → {report.kernels_after} | {report.stop_reason} |",
               flush=True)
 
 

@@ -173,16 +173,17 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             return Round(gm, False)
         if repair.copies or repair.views:
             refresh_fake_values(new_gm, example_inputs, low.dialect)
-    if repair.copies:  # priced: a copy kernel each, reading and writing the output once
+    if repair.copies:  # priced as written: a copy may fuse with its producer, as Inductor fuses it
         report.alias_copies += repair.copies
-        report.cost_after += cost.copy_cost(repair.copies, repair.copied_bytes)
-        report.kernels_after += repair.copies
-        if improved and report.cost_after >= before.cost * (1 - 1e-9):
+        with _phase(report, "price"):
+            after = build(lower(new_gm, example_inputs), [], opts, cost).before
+        report.cost_after, report.kernels_after = after.cost, after.kernels
+        if improved and after.cost >= before.cost * (1 - 1e-9):
             report.notes.append(f"kept the input program: {repair.copies} output copies needed to alias "
                                 "like eager cost more than the rewrite saves")
-            report.cost_after, report.kernels_after = before.cost, before.kernels
             report.rules_used.clear()
             if not opts.always_raise:
+                report.cost_after, report.kernels_after = before.cost, before.kernels
                 return Round(gm, False)
             improved = False
     return Round(new_gm, improved)

@@ -30,6 +30,7 @@ def _price(gm, inputs) -> float:
     return build(lower(gm, inputs), [], Options(), cost).before.cost
 
 
+@pytest.mark.slow  # timing-dependent: on an idle fast machine the graph may saturate inside the budget
 def test_seconds_bounds_a_graph_that_takes_far_longer_and_the_partial_result_is_correct():
     gm, inputs = split_pointwise_cat(1024, identity_cat=True)
     expected = gm(*inputs)

@@ -240,8 +240,15 @@ def refresh_fake_values(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     compiler reads. A symbolic graph is traced over its own symbols, and must need no new guard."""
     fresh = [n for n in gm.graph.nodes if "example_value" not in n.meta and n.op != "output"]
     inputs = fake_inputs(gm, example_inputs)
-    with torch_compat.no_new_guards(shape_env_of(inputs)):  # valid for every admitted size, or refused
-        torch_compat.propagate_fake(gm, inputs)
+    shape_env = shape_env_of(inputs)
+    try:
+        with torch_compat.no_new_guards(shape_env):  # valid for every admitted size, or refused
+            torch_compat.propagate_fake(gm, inputs)
+    except Exception as e:
+        if shape_env is None:
+            raise
+        raise torch_compat.NewGuard(f"the graph does not trace over symbolic sizes: {type(e).__name__}: "
+                                    f"{str(e).splitlines()[0] if str(e) else ''}") from e
     for n in fresh:
         for key in _VALUE_KEYS[dialect]:
             n.meta[key] = n.meta.get("val")

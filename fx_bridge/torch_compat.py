@@ -26,7 +26,17 @@ def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> N
     with fake_mode:
         fakes = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not is_fake(x) else x
                  for x in example_inputs]
-    FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
+    # Symbolic sizes need the Python dispatcher, as in Dynamo's own trace (meta kernels of
+    # composite ops such as baddbmm's expand only take SymInts through it).
+    symbolic = own is not None and own.shape_env is not None
+    with _python_dispatcher() if symbolic else contextlib.nullcontext():
+        FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
+
+
+def _python_dispatcher():
+    from torch._dispatch.python import enable_python_dispatcher
+
+    return enable_python_dispatcher()
 
 
 def is_fake(x: Any) -> bool:

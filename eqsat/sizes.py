@@ -3,17 +3,17 @@
 The engine keeps ``i64`` sizes (shape facts, split sizes, narrow bounds, view shapes) and the rules
 compare and add them. A graph with symbolic sizes (``torch.compile(dynamic=True)``, ``mark_dynamic``,
 automatic dynamic, a ``SymInt`` argument) is lowered by writing every size as a linear form
-``c0 + c1·a1 + c2·a2`` over at most ``MAX_ATOMS`` *atoms* (a symbol such as ``s77``, or a non-linear
+``c0 + c1·a1 + c2·a2 + c3·a3`` over at most ``MAX_ATOMS`` *atoms* (a symbol such as ``s77``, or a non-linear
 sub-expression such as ``s27//4`` kept whole), encoded as the integer
 
-    c0 + c1·2^CONST_BITS + c2·2^(CONST_BITS + ATOM_BITS)
+    c0 + c1·2^24 + c2·2^37 + c3·2^50      (CONST_BITS = 24, ATOM_BITS = 13)
 
 with balanced digits. The encoding is additive (``enc(x) + enc(y) == enc(x + y)``,
 ``n·enc(x) == enc(n·x)``) and injective while every digit stays inside its field, so the sums and
 equality tests the rules do on sizes (cat extents, split offsets, "all pieces have the same batch
 dim", "split sizes sum to the dim") are exactly the symbolic ones: no value the engine derives is a
-guess at the hint. A size outside the fields (a literal of 2^25 or more, a coefficient of 2^17 or
-more, a third atom) makes lowering refuse the graph. Products of two symbolic sizes are never
+guess at the hint. A size outside the fields (a literal of 2^23 or more, a coefficient of 2^12 or
+more, a fourth atom) makes lowering refuse the graph (``symbolic size: ...``). Products of two symbolic sizes are never
 formed (callers use :func:`product`).
 
 ``SizeTable`` maps atoms to their size hints (Dynamo's example values) so the cost model prices a
@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Sequence
 
-CONST_BITS = 26
-ATOM_BITS = 18
-MAX_ATOMS = 2
+CONST_BITS = 24
+ATOM_BITS = 13
+MAX_ATOMS = 3
 CONST_LIMIT = 1 << (CONST_BITS - 1)   # |c0| must stay below: literals in a symbolic graph too
 COEF_LIMIT = 1 << (ATOM_BITS - 1)     # |ci| must stay below
 

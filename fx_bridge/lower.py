@@ -62,7 +62,7 @@ class OpaqueSpec:
     target: Any
     args: tuple
     kwargs: dict
-    out: str  # "tensor" | "tuple" | "none"
+    out: str  # "tensor" | "tuple" | "none" | "scalar" (a data-dependent SymInt/SymBool/SymFloat)
     label: str
 
 
@@ -243,9 +243,7 @@ class _Lowerer:
             leaves: list = []
             map_aggregate(val, leaves.append)
             for leaf in leaves:
-                if isinstance(leaf, (torch.SymFloat, torch.SymBool)):
-                    raise Unsupported(f"symbolic {type(leaf).__name__} at {n.name}")
-                symbolic = symbolic or isinstance(leaf, torch.SymInt) or (
+                symbolic = symbolic or torch_compat.is_symbolic(leaf) or (
                     isinstance(leaf, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in leaf.shape))
             if n.op in ("call_function", "call_method") and self.is_mutation(n):
                 raise Unsupported(f"mutation at {n.name} ({target_label(n)})")
@@ -289,9 +287,9 @@ class _Lowerer:
         if isinstance(val, (int, float, bool)) and not isinstance(val, torch.Tensor) and name in (
                 "size", "dim", "numel", "add", "sub", "mul", "floor_divide", "getitem", "div"):
             return val  # static shape arithmetic: folded into its consumers
-        if isinstance(val, torch.SymInt) or (isinstance(val, (tuple, list)) and val and all(
+        if _backed_int(val) or (isinstance(val, (tuple, list)) and val and all(
                 isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in val)
-                and any(isinstance(v, torch.SymInt) for v in val)):
+                and any(isinstance(v, torch.SymInt) for v in val) and all(map(_backed_int, val))):
             # symbolic size arithmetic (``x.size(0)``, ``s0 * 2``, ``x.shape``): its value is an
             # expression over the graph's symbols, rebuilt from the inputs wherever it is needed
             return map_aggregate(val, lambda v: self.sym_scalar(n, v) if isinstance(v, torch.SymInt) else v)
@@ -350,6 +348,8 @@ class _Lowerer:
             out = "tuple"  # native_layer_norm_backward's None grads, SDPA's int seeds: constants
         elif val is None and not n.users:
             out = "none"
+        elif torch_compat.is_symbolic(val):
+            out = "scalar"  # data-dependent (``.item()``, ``u0 >= 0``): computed as eager does
         else:
             raise Unsupported(f"{n.name} ({target_label(n)}) returns {type(val).__name__}")
         label = target_label(n)
@@ -363,7 +363,7 @@ class _Lowerer:
         self.out.node_of_let.setdefault(tup.let, n)
         if effectful:
             self.out.roots.append(tup.let)
-        if out == "tensor":
+        if out in ("tensor", "scalar"):
             return self.emit(Term("Get", (tup, 0)))
         if out == "tuple":
             k = len(val)
@@ -382,9 +382,18 @@ def _leaves(x: Any) -> list:
     return out
 
 
+def _backed_int(v: Any) -> bool:
+    """A SymInt with a hint: an expression over the graph's size symbols, rebuilt where needed."""
+    return isinstance(v, torch.SymInt) and torch_compat.sym_hint(
+        torch_compat.sym_expr(v), torch_compat.shape_env_of(v)) is not None
+
+
 def _unbacked(val: Any) -> bool:
-    """A tensor (or tuple of them) with a size that depends on data: unbacked symbols have no hint."""
+    """A value that depends on data: a symbolic scalar without a hint (or a SymBool/SymFloat), or a
+    tensor with such a size. Its node is opaque, and so is every op reading it."""
     for leaf in _leaves(val):
+        if torch_compat.is_symbolic(leaf) and not _backed_int(leaf):
+            return True
         if isinstance(leaf, torch.Tensor):
             for s in leaf.shape:
                 if isinstance(s, torch.SymInt) and torch_compat.sym_hint(

@@ -179,7 +179,7 @@ class _Raiser:
             return self.opaque(self.low.opaque[a[0]], a[1])
         if c == "Get":
             tup = self.view.nodes[self.choice[e.args[0][1]]]
-            if tup.ctor == "Opaque" and self.low.opaque[tup.args[0][1]].out == "tensor":
+            if tup.ctor == "Opaque" and self.low.opaque[tup.args[0][1]].out in ("tensor", "scalar"):
                 return a[0]
             return self.call(operator.getitem, a[0], a[1])
         raise NotImplementedError(f"cannot raise constructor {c}")

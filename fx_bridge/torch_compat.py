@@ -230,13 +230,17 @@ def is_floor_div(expr: Any) -> bool:
     return isinstance(expr, FloorDiv)
 
 
-def guard_state(shape_env: Any) -> tuple:
+def guard_state(shape_env: Any, known: set | None = None) -> tuple:
     """What a trace can add to a ShapeEnv that narrows the sizes a graph is valid for: guards,
-    replacements (a symbol found equal to an expression) and deferred runtime asserts."""
+    replacements (a symbol found equal to an expression) and deferred runtime asserts, on the
+    symbols in ``known`` (a re-trace may mint fresh unbacked symbols and tie them to the old ones)."""
     if shape_env is None:
         return ()
-    asserts = sum(len(v) for v in getattr(shape_env, "deferred_runtime_asserts", {}).values())
-    return len(shape_env.guards), len(shape_env.replacements), asserts
+    known = set(shape_env.var_to_range) if known is None else known
+    replacements = frozenset((k, v) for k, v in shape_env.replacements.items() if k in known)
+    asserts = sum(len(v) for k, v in getattr(shape_env, "deferred_runtime_asserts", {}).items()
+                  if k is None or k in known)
+    return len(shape_env.guards), replacements, asserts
 
 
 class NewGuard(Exception):
@@ -251,7 +255,8 @@ def no_new_guards(shape_env: Any):
     if shape_env is None:
         yield
         return
-    before = guard_state(shape_env)
+    known = set(shape_env.var_to_range)
+    before = guard_state(shape_env, known)
     refuse = getattr(shape_env, "error_on_new_guards", None)
     try:
         with refuse() if refuse is not None else contextlib.nullcontext():
@@ -260,5 +265,5 @@ def no_new_guards(shape_env: Any):
         if type(e).__name__ == "_ShapeEnvGuardError":
             raise NewGuard(str(e)) from None
         raise
-    if guard_state(shape_env) != before:
+    if guard_state(shape_env, known) != before:
         raise NewGuard("tracing the graph added a guard")

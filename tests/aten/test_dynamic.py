@@ -192,3 +192,21 @@ def test_split_relu_cat_kernels_under_dynamic_true_equal_the_static_count():
         assert_optimized(backend.reports[0], *rules)
         counts[dynamic] = inductor_metrics.launch_counts(code)["total"]
     assert counts[True] == counts[False], counts
+
+
+def test_unbacked_sizes_stay_opaque_and_the_rest_is_optimized():
+    """``nonzero`` captured in the graph: its data-dependent size (an unbacked symbol) and the ops
+    that read it stay opaque, the asserts Dynamo adds on it stay in place; the split → relu → cat
+    beside it is still optimized, at every batch size."""
+    def f(x):
+        a, b = x.split(8, 1)
+        return torch.cat([a.relu(), b.relu()], 1), x.nonzero().float().relu() + 1
+
+    torch_compat.reset_dynamo()
+    backend = eqsat_backend(inner="eager")
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        g = torch.compile(f, backend=backend, dynamic=True)
+        for x in _inputs("dynamic_true", 16):
+            torch.testing.assert_close(g(x), f(x))
+    assert len(backend.reports) == 1
+    assert_optimized(backend.reports[0], "cat_single"), backend.reports[0].notes

@@ -210,3 +210,38 @@ def test_unbacked_sizes_stay_opaque_and_the_rest_is_optimized():
             torch.testing.assert_close(g(x), f(x))
     assert len(backend.reports) == 1
     assert_optimized(backend.reports[0], "cat_single"), backend.reports[0].notes
+
+
+def _inductor_with_post_grad_pass():
+    """Inductor alone pre-grad, our pass post-grad: the symbolic Aten graphs it rewrites are the ones
+    Inductor compiles (forward and backward)."""
+    from fx_bridge.pipeline import Options
+    from fx_bridge.post_grad import EqsatPostGradPass
+
+    p = EqsatPostGradPass(Options())
+    return torch._inductor.config.patch(post_grad_custom_pre_pass=p), p
+
+
+def test_inductor_compiles_the_post_grad_rewrite_of_a_symbolic_graph():
+    torch_compat.reset_dynamo()
+    model, width, _ = _model("feature_tower")
+    patch, p = _inductor_with_post_grad_pass()
+    with patch, torch.no_grad():
+        compiled = torch.compile(model, backend="inductor", dynamic=True)
+        for x in _inputs("dynamic_true", width):
+            torch.testing.assert_close(compiled(x), model(x))
+    (report,) = p.reports
+    assert_optimized(report, "batch_mm")
+
+
+@pytest.mark.slow
+def test_inductor_training_step_with_the_post_grad_pass_under_dynamic_shapes():
+    torch_compat.reset_dynamo()
+    patch, p = _inductor_with_post_grad_pass()
+    with patch:
+        for batch in SIZES:
+            model, width, _ = _model("feature_tower")
+            compare_training(model.train(), (torch.randn(batch, width),), "inductor", dynamic=True)
+    assert len(p.reports) == 2, [r.summary() for r in p.reports]  # one forward, one backward: no recompile
+    assert all(not r.skipped for r in p.reports) and any(r.changed for r in p.reports), [
+        r.summary() for r in p.reports]

@@ -3,8 +3,8 @@
 Every spelling of an op lowers to one canonical term (negative dims normalised, split sizes and view
 shapes resolved from the recorded fake values), so rules match syntactically. What we do not know
 becomes ``Opaque`` and round-trips exactly. Graphs we cannot prove safe to rewrite (mutation,
-symbolic floats or bools, non-tensor values we cannot fold) raise :class:`Unsupported`, and the caller
-keeps the original graph. Symbolic sizes are encoded by ``fx_bridge.symbolic`` (every size below is an
+non-tensor values we cannot fold, sizes the symbolic encoding cannot hold) raise :class:`Unsupported`,
+and the caller keeps the original graph. Symbolic sizes are encoded by ``fx_bridge.symbolic`` (every size below is an
 engine integer: a literal, or an encoded linear form over the graph's symbols); a node whose size
 depends on data (an unbacked symbol) is lowered as opaque, and so is every op that would need it.
 """
@@ -392,13 +392,9 @@ def _unbacked(val: Any) -> bool:
     """A value that depends on data: a symbolic scalar without a hint (or a SymBool/SymFloat), or a
     tensor with such a size. Its node is opaque, and so is every op reading it."""
     for leaf in _leaves(val):
-        if torch_compat.is_symbolic(leaf) and not _backed_int(leaf):
+        sizes = list(leaf.shape) if isinstance(leaf, torch.Tensor) else [leaf]
+        if any(torch_compat.is_symbolic(s) and not _backed_int(s) for s in sizes):
             return True
-        if isinstance(leaf, torch.Tensor):
-            for s in leaf.shape:
-                if isinstance(s, torch.SymInt) and torch_compat.sym_hint(
-                        torch_compat.sym_expr(s), torch_compat.shape_env_of(s)) is None:
-                    return True
     return False
 
 

@@ -173,13 +173,13 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             if low.sizes:
                 check_same_output_sizes(gm, new_gm)
             repair = match_aliasing(aliasing, new_gm, low.dialect, user_outputs)
+            if repair.copies or repair.views:
+                refresh_fake_values(new_gm, example_inputs, low.dialect)
         except (Unsupported, SizeOverflow, UnbackedSize, NewGuard) as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels
             report.rules_used = used_before
             return Round(gm, False)
-        if repair.copies or repair.views:
-            refresh_fake_values(new_gm, example_inputs, low.dialect)
     if repair.copies:  # priced as written: a copy may fuse with its producer, as Inductor fuses it
         report.alias_copies += repair.copies
         with _phase(report, "price"):

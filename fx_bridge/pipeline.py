@@ -33,7 +33,7 @@ from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
 from .raising import raise_graph, refresh_fake_values
 from .report import Report
-from .symbolic import UnbackedSize, check_same_output_sizes
+from .symbolic import NotForEverySize, UnbackedSize, check_same_output_sizes
 from .torch_compat import NewGuard
 from .validation import ValidationError, validate  # noqa: F401  (ValidationError: re-exported)
 
@@ -175,7 +175,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             repair = match_aliasing(aliasing, new_gm, low.dialect, user_outputs)
             if repair.copies or repair.views:
                 refresh_fake_values(new_gm, example_inputs, low.dialect)
-        except (Unsupported, SizeOverflow, UnbackedSize, NewGuard) as e:
+        except (Unsupported, SizeOverflow, UnbackedSize, NotForEverySize, NewGuard) as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels
             report.rules_used = used_before

@@ -30,6 +30,10 @@ class UnbackedSize(Exception):
     """A size that depends on data (an unbacked symbol): no hint, no expression we can prove."""
 
 
+class NotForEverySize(Exception):
+    """The raised graph would only be right at some sizes (or cannot read a symbol from its inputs)."""
+
+
 @dataclass(frozen=True)
 class SymScalar:
     """A symbolic int value of the graph (a ``SymInt`` argument, ``x.size(0)``, ``s0 * 2``), encoded."""
@@ -143,7 +147,7 @@ class SymNodes:
             node, d = self.sources[e]
             out = node if d is None else self._size(node, d)
         elif e.is_Symbol:
-            raise UnbackedSize(f"no input carries the symbol {e}")
+            raise NotForEverySize(f"no input carries the symbol {e}")
         elif e.is_Add or e.is_Mul:
             parts = [int(a) if a.is_Integer else self.expr(a) for a in e.args]
             out = parts[0]
@@ -177,15 +181,15 @@ def shape_env_of(values: Sequence[Any]) -> Any:
 
 def check_same_output_sizes(original: torch.fx.GraphModule, new: torch.fx.GraphModule) -> None:
     """Every output of ``new`` (fresh fake values in ``meta['val']``) has the symbolic shape of the
-    original's: raises :class:`SizeOverflow` otherwise. With new guards refused while ``new`` was
+    original's: raises :class:`NotForEverySize` otherwise. With new guards refused while ``new`` was
     traced (``fx_bridge.raising.refresh_fake_values``), the graph is right for every admitted size."""
     want = [torch_compat.node_value(n) if isinstance(n, torch.fx.Node) else n for n in _outputs(original)]
     got = [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in _outputs(new)]
     if len(want) != len(got):
-        raise SizeOverflow("the optimized graph has a different number of outputs")
+        raise NotForEverySize("the optimized graph has a different number of outputs")
     for w, g in zip(want, got):
         if _sizes(w) != _sizes(g):
-            raise SizeOverflow(f"output size {_sizes(g)} is not {_sizes(w)} for every admitted size")
+            raise NotForEverySize(f"output size {_sizes(g)} is not {_sizes(w)} for every admitted size")
 
 
 def _outputs(gm: torch.fx.GraphModule) -> list[Any]:

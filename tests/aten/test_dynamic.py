@@ -2,6 +2,8 @@
 size its guards admit, not just the hint. Each compiled function is called at three batch sizes;
 one compile (``dynamic=True``, ``mark_dynamic``) or one recompile (automatic dynamic) must serve them
 all, and the report must show the rewrite really happened (a fallback would also match eager)."""
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -9,6 +11,7 @@ from torch import nn
 from eqsat.cost import CostModel
 from fx_bridge import eqsat_backend, torch_compat
 from fx_bridge.raising import refresh_fake_values
+from fx_bridge.symbolic import NotForEverySize, check_same_output_sizes
 from fx_bridge.torch_compat import NewGuard
 from optimized import assert_optimized
 
@@ -130,9 +133,8 @@ def test_pre_grad_training_under_dynamic_shapes():
     assert_optimized(backend.reports[-1], *rules)
 
 
-def test_a_graph_that_needs_a_new_guard_is_refused():
-    """The safety net under the encoding: re-tracing a raised graph may not narrow the sizes the
-    graph is valid for. ``x.view(8, -1)`` of an ``(s, 4)`` input needs ``4·s % 8 == 0``."""
+def _symbolic_relu_graph_returning(method: str, *args):
+    """A Dynamo graph of ``x.relu()`` over an ``(s, t)`` input, and a copy returning ``x.method(*args)``."""
     got = []
 
     def capture(gm, example_inputs):
@@ -142,16 +144,30 @@ def test_a_graph_that_needs_a_new_guard_is_refused():
     torch_compat.reset_dynamo()
     torch.compile(lambda x: x.relu(), backend=capture, dynamic=True)(torch.randn(6, 4))
     gm, example_inputs = got[0]
-    x = next(n for n in gm.graph.nodes if n.op == "placeholder" and isinstance(
+    new = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    x = next(n for n in new.graph.nodes if n.op == "placeholder" and isinstance(
         torch_compat.node_value(n), torch.Tensor))
-    relu = next(n for n in gm.graph.nodes if n.op == "call_method" or n.op == "call_function")
-    with gm.graph.inserting_after(relu):
-        view = gm.graph.call_method("view", (x, 8, -1))
-    out = next(n for n in gm.graph.nodes if n.op == "output")
-    out.args = ((view,),)
-    gm.recompile()
+    out = next(n for n in new.graph.nodes if n.op == "output")
+    with new.graph.inserting_before(out):
+        out.args = ((new.graph.call_method(method, (x, *args)),),)
+    new.recompile()
+    return gm, new, example_inputs
+
+
+def test_a_graph_that_needs_a_new_guard_is_refused():
+    """The safety net under the encoding: re-tracing a raised graph may not narrow the sizes the
+    graph is valid for. ``x.view(8, -1)`` of an ``(s, t)`` input needs ``s·t % 8 == 0``."""
+    _, new, example_inputs = _symbolic_relu_graph_returning("view", 8, -1)
     with pytest.raises(NewGuard):
-        refresh_fake_values(gm, example_inputs, "torch")
+        refresh_fake_values(new, example_inputs, "torch")
+
+
+def test_a_graph_whose_output_has_another_symbolic_size_is_refused():
+    """``x.t()`` traces without a new guard, but its output is ``(t, s)``, not the original's ``(s, t)``."""
+    gm, new, example_inputs = _symbolic_relu_graph_returning("t")
+    refresh_fake_values(new, example_inputs, "torch")
+    with pytest.raises(NotForEverySize):
+        check_same_output_sizes(gm, new)
 
 
 def test_kernels_under_automatic_dynamic_equal_the_static_count():

@@ -78,6 +78,24 @@ def test_symbolic_batch_is_optimized_and_right_at_every_size(name, mode):
     assert_optimized(symbolic, *rules)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_symbolic_graph_is_priced_and_chosen_as_the_static_graph_of_its_hint(name):
+    """Costs are read at Dynamo's size hints: the symbolic graph traced at batch 8 costs what the
+    static batch-8 graph costs, before and after, and the same rules are used."""
+    reports = {}
+    for dynamic in (False, True):
+        torch_compat.reset_dynamo()
+        model, width, _ = _model(name)
+        backend = eqsat_backend(inner="eager")
+        with torch.no_grad():
+            torch.compile(model, backend=backend, dynamic=dynamic)(torch.randn(SIZES[0], width))
+        reports[dynamic] = backend.reports[0]
+    static, symbolic = reports[False], reports[True]
+    assert symbolic.cost_before == pytest.approx(static.cost_before)
+    assert symbolic.cost_after == pytest.approx(static.cost_after)
+    assert symbolic.rules_used == static.rules_used and symbolic.rules_used
+
+
 def test_symbolic_int_argument_is_optimized():
     """``f(x, n)`` called with n = 2, 3, 4: Dynamo recompiles with ``n`` a SymInt; that graph is
     optimized too, and its raised graph reads ``n`` (and ``x.size(0)``) from its inputs."""

@@ -584,7 +584,10 @@ def _narrow(lw, n, name, args, kwargs):
         start = start + shape[d]
     if not all(isinstance(v, (int, SymScalar)) for v in (start, length)):
         return NotImplemented
-    return _narrow_ref(lw, x, d, lw.size(start), lw.size(length))
+    start, length = lw.size(start), lw.size(length)
+    if lw.out.sizes and (lw.out.sizes.table.hint(start) or 0) < 0:
+        return NotImplemented  # a symbolic start counted from the end: opaque
+    return _narrow_ref(lw, x, d, start, length)
 
 
 def _select_ref(lw, x: Ref, d: int, i: int) -> Ref:

@@ -2,14 +2,16 @@
 
 For each model, Dynamo captures its graph twice: static, and with the batch dim marked dynamic. The
 optimizer (lower → saturate → extract → raise, no Inductor) runs on each capture ``--repeat`` times;
-the table gives the median seconds, the ratio, and whether both captures were optimized the same way
-(same rules used, same kernel estimate). Not a test: prints a table.
+the table gives the median seconds, the ratio, and whether both captures were optimized equally well
+(the same estimated cost after, the symbolic one priced at its hints; rules used can differ between
+equally cheap programs, run to run). Not a test: prints a table.
 
     python -m bench.dynamic_overhead --models dhen interformer recsys_tower split_cat_64 --repeat 5
 """
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from typing import Any
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
-    print("| model | static s | symbolic s | ratio | symbolic graphs optimized | same rules | kernels static → symbolic |")
+    print("| model | static s | symbolic s | ratio | symbolic graphs optimized | same cost after | kernels static → symbolic |")
     print("|---|---|---|---|---|---|---|")
     for name in args.models:
         model, inputs = REGISTRY[name](args.size, device=args.device, dtype=torch.float32)
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         static_s, static_reports = time_optimizer(capture(model, inputs, False), args.repeat)
         dynamic_s, dynamic_reports = time_optimizer(capture(model, inputs, True), args.repeat)
         optimized = sum(1 for r in dynamic_reports if not r.skipped)
-        same = [dict(a.rules_used) == dict(b.rules_used) for a, b in zip(static_reports, dynamic_reports)]
+        same = [math.isclose(a.cost_after, b.cost_after, rel_tol=1e-6) for a, b in zip(static_reports, dynamic_reports)]
         kernels = (f"{sum(r.kernels_after for r in static_reports)} → "
                    f"{sum(r.kernels_after for r in dynamic_reports)}")
         skipped = "; ".join(r.skipped for r in dynamic_reports if r.skipped)

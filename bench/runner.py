@@ -18,7 +18,7 @@ from torch.utils._pytree import tree_leaves
 
 from bench import measure
 from bench.modes import Compiled, compile_model
-from fx_bridge import inductor_metrics
+from fx_bridge import inductor_metrics, torch_compat
 
 PHASES = ("infer", "train")
 DYNAMIC_SUFFIX = "+dyn"  # rows of a mode compiled with the batch dim marked dynamic
@@ -33,7 +33,7 @@ def mark_batch_dynamic(inputs: tuple) -> None:
     that fixes its batch size gets a static graph instead of an error)."""
     for t in inputs:
         if isinstance(t, torch.Tensor) and t.dim() > 0:
-            torch._dynamo.maybe_mark_dynamic(t, 0)
+            torch_compat.maybe_mark_dynamic(t, 0)
 
 
 @dataclass

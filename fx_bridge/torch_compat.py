@@ -267,3 +267,9 @@ def no_new_guards(shape_env: Any):
         raise
     if guard_state(shape_env, known) != before:
         raise NewGuard("tracing the graph added a guard")
+
+
+def maybe_mark_dynamic(t: torch.Tensor, dim: int) -> None:
+    """Ask Dynamo to compile dim ``dim`` of ``t`` symbolic from the first compile; unlike
+    ``mark_dynamic`` it is no error when the program fixes that size (the graph is then static)."""
+    torch._dynamo.maybe_mark_dynamic(t, dim)

@@ -129,6 +129,8 @@ class SymNodes:
         return map_aggregate(args, self.arg)
 
     def linear(self, lin: Linear) -> torch.fx.Node | int:
+        if lin in self.cache:
+            return self.cache[lin]
         out: Any = None
         for atom, c in lin.terms:
             term = self.expr(atom)
@@ -137,7 +139,9 @@ class SymNodes:
             out = term if out is None else self._call(operator.add, out, term)
         if out is None:
             return lin.const
-        return self._call(operator.add, out, lin.const) if lin.const else out
+        out = self._call(operator.add, out, lin.const) if lin.const else out
+        self.cache[lin] = out
+        return out
 
     def expr(self, e: Any) -> torch.fx.Node:
         """A node computing sympy expression ``e`` (a symbol, or sums, products, floor divisions)."""

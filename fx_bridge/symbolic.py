@@ -139,7 +139,8 @@ class SymNodes:
             out = term if out is None else self._call(operator.add, out, term)
         if out is None:
             return lin.const
-        out = self._call(operator.add, out, lin.const) if lin.const else out
+        if lin.const:
+            out = self._call(operator.add, out, lin.const) if lin.const > 0 else self._call(operator.sub, out, -lin.const)
         self.cache[lin] = out
         return out
 

@@ -115,4 +115,44 @@ CAT_NARROW_RUN = Rule(
     rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN]
+# EqRun(l, S, i, j, tail): l starts with pieces i..j-1 of S, all of one shape (equal sections), split on
+# another dim than the cat's, then tail; the run cannot be extended to the right (next cell not the next
+# piece, or the next piece has another size). EqRunStart(l, c): nor to the left. Equal shapes are
+# compared as shape facts (table lookups), so no vec-get ever reads past a split's sizes.
+_CELL = "(CatCell l c) (= l (TCons (Get S i) r)) (= S (Split x s d)) (!= c d)"
+EQUAL_RUNS = (
+    "(relation EqRun (TList TTuple i64 i64 TList))",
+    "(relation EqRunStart (TList i64))",
+    f"(rule ({_CELL} (= r (TNil))) ((EqRun l S i (+ i 1) r)) {_A})",
+    f"(rule ({_CELL} (= (+ i 1) (vec-length s))) ((EqRun l S i (+ i 1) r)) {_A})",
+    f"(rule ({_CELL} (= r (TCons h u)) (= g (Get S (+ i 1))) (!= h g)) ((EqRun l S i (+ i 1) r)) {_A})",
+    f"(rule ({_CELL} (= r (TCons g u)) (= g (Get S (+ i 1))) (!= (shape g) (shape (Get S i))))"
+    f" ((EqRun l S i (+ i 1) r)) {_A})",
+    f"(rule ({_CELL} (EqRun r S (+ i 1) j tail) (= (shape (Get S (+ i 1))) (shape (Get S i))))"
+    f" ((EqRun l S i j tail)) {_A})",
+    f"(rule ((= e (Cat l c))) ((EqRunStart l c)) {_A})",
+    f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons (Get S 0) u))) ((EqRunStart r c)) {_A})",
+    f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons (Get S i) u)) (> i 0) (= g (Get S (- i 1))) (!= h g))"
+    f" ((EqRunStart r c)) {_A})",
+    f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons g2 u)) (= g2 (Get S i)) (> i 0) (= h (Get S (- i 1)))"
+    f" (!= (shape h) (shape g2))) ((EqRunStart r c)) {_A})",
+)
+_EQ = ("(EqRunStart l c) (EqRun l S i j tail) (>= (- j i) 2) (= S (Split x s d)) (= sx (shape x))"
+       " (= m (- j i)) (= k (vec-get s i))")
+_EQ_NEEDS = "(splice sx d (vec-of m k))", "(movedim-perm (+ (vec-length sx) 1) d c)"
+
+CAT_SPLIT_RUN_OTHER_DIM = Rule(
+    "cat_split_run_other_dim", "split_cat",
+    "split_cat with cat dim != split dim: a maximal run of consecutive equal pieces anywhere inside a cat"
+    " is one narrow of the input, unflattened, its piece index moved to the cat dim and flattened",
+    (f"(rule ({_EQ}) ((offset-demand s i) (splice-demand sx d (vec-of m k))"
+     f" (movedim-perm-demand (+ (vec-length sx) 1) d c)))",
+     f"(rule ({_EQ} (= a (offset s i)) (= u {_EQ_NEEDS[0]}) (= p {_EQ_NEEDS[1]}))"
+     " ((RunAlt l c (TCons (View (Permute (View (Narrow x d a (* m k)) u) p)"
+     " (vec-set (vec-set sx d k) c (* m (vec-get sx c)))) tail))))"),
+    CAT_CONTEXT + SPLIT_RUNS[:4] + EQUAL_RUNS + DERIVED["offset"].decls + DERIVED["splice"].decls
+    + DERIVED["movedim-perm"].decls,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
+)
+
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM]

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from bench.modes import compile_model
+from egraph_case import Case, pieces, tl, vec
 from fx_bridge import eqsat_backend, inductor_metrics
 
 
@@ -27,10 +28,31 @@ def cat_partial_run_with_others(x):
     return torch.cat([_ones(2, 5, 32, 16), *s[1:6], _ones(2, 6, 32, 16)], dim=1)
 
 
+def cat_other_dim_with_others(x):
+    """Every piece of a split on dim 1, between two other tensors, concatenated on dim 2."""
+    return torch.cat([_ones(2, 4, 32, 16), *torch.split(x, 4, dim=1), _ones(2, 4, 32, 16)], dim=2)
+
+
+def cat_other_dim_two_runs(x):
+    """Optimus' input_shuffling_dim_mismatch: two runs of pieces among other tensors, on dim 2."""
+    s = torch.split(x, 4, dim=1)
+    one = _ones(2, 4, 32, 16)
+    return torch.cat([one, s[1], s[2], s[3], one, s[5], s[6], s[7], one], dim=2)
+
+
+def cat_other_dim_last(x):
+    """A run of pieces then another tensor, concatenated on the last dim."""
+    s = torch.split(x, 4, dim=1)
+    return torch.cat([*s[2:6], _ones(2, 4, 32, 16)], dim=3)
+
+
 # (program, rule that must be used)
 CASES = {f.__name__: (f, rule) for f, rule in (
     (cat_run_with_others, "cat_split_run"),
     (cat_partial_run_with_others, "cat_split_run"),
+    (cat_other_dim_with_others, "cat_split_run_other_dim"),
+    (cat_other_dim_two_runs, "cat_split_run_other_dim"),
+    (cat_other_dim_last, "cat_split_run_other_dim"),
 )}
 
 
@@ -84,3 +106,46 @@ def test_inductor_kernels_no_more_than_optimus(name):
     x = torch.randn(2, 32, 32, 16)
     alone, optimus, ours = (_loop_nests(m, f, x) for m in ("inductor", "inductor_optimus", "eqsat"))
     assert ours <= optimus < alone, {"inductor": alone, "optimus": optimus, "eqsat": ours}
+
+
+# -- e-graph level: the rule's exact form, and near-misses it must leave alone ---------------------
+S = f"(Split $x {vec(2, 2, 2)} 1)"            # x: (4, 6) in three (4, 2) pieces; y: (4, 2)
+P = pieces(S, 3)
+
+
+def _other_dim_run(start, m):
+    """Pieces start..start+m-1 of S concatenated on dim 0, as the rule writes them."""
+    return (f"(View (Permute (View (Narrow $x 1 {2 * start} {2 * m}) {vec(4, m, 2)}) {vec(1, 0, 2)})"
+            f" {vec(4 * m, 2)})")
+
+
+OTHER_DIM_POSITIVE = [
+    ("middle", tl("$y", P[0], P[1], "$y"), tl("$y", _other_dim_run(0, 2), "$y")),
+    ("tail", tl("$y", P[1], P[2]), tl("$y", _other_dim_run(1, 2))),
+    ("head_then_piece", tl(P[0], P[1], "$y", P[2]), tl(_other_dim_run(0, 2), "$y", P[2])),
+    ("whole_split_and_more", tl(P[0], P[1], P[2], "$y"), tl(_other_dim_run(0, 3), "$y")),
+]
+
+
+@pytest.mark.parametrize("name, items, expected", OTHER_DIM_POSITIVE, ids=[p[0] for p in OTHER_DIM_POSITIVE])
+def test_other_dim_run_fires_and_unions(name, items, expected):
+    g = Case(["cat_split_run_other_dim"]).let("t", f"(Cat {items} 0)").run()
+    assert g.fired.get("cat_split_run_other_dim"), g.fired
+    assert g.same("$t", f"(Cat {expected} 0)")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} 0)")
+
+
+Z = pieces(f"(Split $z {vec(2, 2, 2)} 1)", 3)
+OTHER_DIM_NEGATIVE = [  # (name, items, a form it must not become)
+    ("wrong_order", tl("$y", P[1], P[0]), tl("$y", _other_dim_run(0, 2))),
+    ("gap", tl(P[0], P[2], "$y"), tl(_other_dim_run(0, 2), "$y")),
+    ("two_inputs", tl(P[0], Z[1], "$y"), tl(_other_dim_run(0, 2), "$y")),
+    ("run_of_one", tl("$y", P[1], "$y"), tl("$y", _other_dim_run(1, 1), "$y")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", OTHER_DIM_NEGATIVE, ids=[n[0] for n in OTHER_DIM_NEGATIVE])
+def test_other_dim_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Cat {items} 0)").run()
+    assert "cat_split_run_other_dim" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")

@@ -115,44 +115,87 @@ CAT_NARROW_RUN = Rule(
     rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
-# EqRun(l, S, i, j, tail): l starts with pieces i..j-1 of S, all of one shape (equal sections), split on
-# another dim than the cat's, then tail; the run cannot be extended to the right (next cell not the next
-# piece, or the next piece has another size). EqRunStart(l, c): nor to the left. Equal shapes are
-# compared as shape facts (table lookups), so no vec-get ever reads past a split's sizes.
-_CELL = "(CatCell l c) (= l (TCons (Get S i) r)) (= S (Split x s d)) (!= c d)"
-EQUAL_RUNS = (
-    "(relation EqRun (TList TTuple i64 i64 TList))",
-    "(relation EqRunStart (TList i64))",
-    f"(rule ({_CELL} (= r (TNil))) ((EqRun l S i (+ i 1) r)) {_A})",
-    f"(rule ({_CELL} (= (+ i 1) (vec-length s))) ((EqRun l S i (+ i 1) r)) {_A})",
-    f"(rule ({_CELL} (= r (TCons h u)) (= g (Get S (+ i 1))) (!= h g)) ((EqRun l S i (+ i 1) r)) {_A})",
-    f"(rule ({_CELL} (= r (TCons g u)) (= g (Get S (+ i 1))) (!= (shape g) (shape (Get S i))))"
-    f" ((EqRun l S i (+ i 1) r)) {_A})",
-    f"(rule ({_CELL} (EqRun r S (+ i 1) j tail) (= (shape (Get S (+ i 1))) (shape (Get S i))))"
-    f" ((EqRun l S i j tail)) {_A})",
-    f"(rule ((= e (Cat l c))) ((EqRunStart l c)) {_A})",
-    f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons (Get S 0) u))) ((EqRunStart r c)) {_A})",
-    f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons (Get S i) u)) (> i 0) (= g (Get S (- i 1))) (!= h g))"
-    f" ((EqRunStart r c)) {_A})",
-    f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons g2 u)) (= g2 (Get S i)) (> i 0) (= h (Get S (- i 1)))"
-    f" (!= (shape h) (shape g2))) ((EqRunStart r c)) {_A})",
-)
-_EQ = ("(EqRunStart l c) (EqRun l S i j tail) (>= (- j i) 2) (= S (Split x s d)) (= sx (shape x))"
-       " (= m (- j i)) (= k (vec-get s i))")
-_EQ_NEEDS = "(splice sx d (vec-of m k))", "(movedim-perm (+ (vec-length sx) 1) d c)"
+# <Rel>(l, S, i, j, tail): l starts with the cells of pieces i..j-1 of S, all of one shape (equal sections),
+# then tail; the run cannot be extended to the right (next cell not the next piece's, or the next piece
+# has another size). <Rel>Start(l, c): nor to the left. Equal shapes are compared as shape facts (table
+# lookups), so no vec-get ever reads past a split's sizes. A cell is a piece itself (cat on another dim
+# than the split's) or a piece unsqueezed at the cat dim (a stack spelled as a cat, below).
+def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
+    here, nxt, prev = cell("i"), cell("(+ i 1)"), cell("(- i 1)")
+    at = f"(CatCell l c) (= l (TCons {here} r)) (= S (Split x s d)) {guard}"
+    same_size = "(= (shape (Get S (+ i 1))) (shape (Get S i)))"
+    return (
+        f"(relation {rel} (TList TTuple i64 i64 TList))",
+        f"(relation {rel}Start (TList i64))",
+        # the neighbours' cells exist, so "this cell is not the next piece's" is decidable
+        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",
+        f"(rule ({at} (> i 0)) ({prev}) {_A})",
+        f"(rule ({at} (= r (TNil))) (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} (= (+ i 1) (vec-length s))) (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} (= r (TCons h u)) (= g {nxt}) (!= h g)) (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} (= r (TCons g u)) (= g {nxt}) (!= (shape (Get S (+ i 1))) (shape (Get S i))))"
+        f" (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} ({rel} r S (+ i 1) j tail) {same_size}) (({rel} l S i j tail)) {_A})",
+        f"(rule ((= e (Cat l c))) (({rel}Start l c)) {_A})",
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {cell('0')} u))) (({rel}Start r c)) {_A})",
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) (> i 0) (= g {prev}) (!= h g))"
+        f" (({rel}Start r c)) {_A})",
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) (> i 0) (= h {prev})"
+        f" (!= (shape (Get S (- i 1))) (shape (Get S i)))) (({rel}Start r c)) {_A})",
+    )
 
-CAT_SPLIT_RUN_OTHER_DIM = Rule(
-    "cat_split_run_other_dim", "split_cat",
+
+# A stack whose list holds two consecutive pieces of a split is also the cat of its elements unsqueezed
+# at the stack dim (built on demand: UnsqList(l, e, o), o is l with every element unsqueezed at e).
+STACK_AS_CAT = (
+    "(relation StackCell (TList i64))",
+    "(relation StackRun (TList i64))",
+    "(relation UnsqDemand (TList i64))",
+    "(relation UnsqList (TList i64 TList))",
+    f"(rule ((= t (Stack l e))) ((StackCell l e)) {_A})",
+    f"(rule ((StackCell l e) (= l (TCons h r))) ((StackCell r e)) {_A})",
+    f"(rule ((StackCell l e) (= l (TCons (Get S i) r)) (= r (TCons (Get S (+ i 1)) u))) ((StackRun l e)) {_A})",
+    f"(rule ((StackCell l e) (= l (TCons h r)) (StackRun r e)) ((StackRun l e)) {_A})",
+    f"(rule ((= t (Stack l e)) (StackRun l e)) ((UnsqDemand l e)) {_A})",
+    f"(rule ((UnsqDemand l e) (= l (TCons h r))) ((UnsqDemand r e)) {_A})",
+    f"(rule ((UnsqDemand l e) (= l (TNil))) ((UnsqList l e l)) {_A})",
+    f"(rule ((UnsqDemand l e) (= l (TCons h r)) (UnsqList r e o)) ((UnsqList l e (TCons (Unsqueeze h e) o))) {_A})",
+)
+
+
+def _run_rule(name: str, doc: str, rel: str, cell, guard: str, stack: bool) -> Rule:
+    """A maximal equal run of ≥ 2 cells becomes one narrow of the input, unflattened (piece index at
+    the split dim), the piece index moved to the cat dim, and (cat, not stack) flattened into it."""
+    run = (f"({rel}Start l c) ({rel} l S i j tail) (>= (- j i) 2) (= S (Split x s d)) (= sx (shape x))"
+           " (= m (- j i)) (= k (vec-get s i))")
+    unflat, perm = "(splice sx d (vec-of m k))", "(movedim-perm (+ (vec-length sx) 1) d c)"
+    moved = "(Permute (View (Narrow x d a (* m k)) u) p)"
+    out = moved if stack else f"(View {moved} (vec-set (vec-set sx d k) c (* m (vec-get sx c))))"
+    commands = (f"(rule ({run}) ((offset-demand s i) (splice-demand sx d (vec-of m k))"
+                f" (movedim-perm-demand (+ (vec-length sx) 1) d c)))",
+                f"(rule ({run} (= a (offset s i)) (= u {unflat}) (= p {perm})) ((RunAlt l c (TCons {out} tail))))")
+    if stack:
+        commands += ("(rule ((= t (Stack l e)) (UnsqList l e o)) ((union t (Cat o e))))",)
+    return Rule(
+        name, "split_cat", doc, commands,
+        (STACK_AS_CAT if stack else ()) + CAT_CONTEXT + SPLIT_RUNS[:4] + _equal_runs(rel, cell, guard)
+        + DERIVED["offset"].decls + DERIVED["splice"].decls + DERIVED["movedim-perm"].decls,
+        # a cat's list rebuilt (a stack's: as a cat): a new Cat e-node
+        rewrites=(frozenset({"Stack" if stack else "Cat"}), frozenset({"Cat"})),
+    )
+
+
+CAT_SPLIT_RUN_OTHER_DIM = _run_rule(
+    "cat_split_run_other_dim",
     "split_cat with cat dim != split dim: a maximal run of consecutive equal pieces anywhere inside a cat"
     " is one narrow of the input, unflattened, its piece index moved to the cat dim and flattened",
-    (f"(rule ({_EQ}) ((offset-demand s i) (splice-demand sx d (vec-of m k))"
-     f" (movedim-perm-demand (+ (vec-length sx) 1) d c)))",
-     f"(rule ({_EQ} (= a (offset s i)) (= u {_EQ_NEEDS[0]}) (= p {_EQ_NEEDS[1]}))"
-     " ((RunAlt l c (TCons (View (Permute (View (Narrow x d a (* m k)) u) p)"
-     " (vec-set (vec-set sx d k) c (* m (vec-get sx c)))) tail))))"),
-    CAT_CONTEXT + SPLIT_RUNS[:4] + EQUAL_RUNS + DERIVED["offset"].decls + DERIVED["splice"].decls
-    + DERIVED["movedim-perm"].decls,
-    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
-)
+    "EqRun", lambda i: f"(Get S {i})", "(!= c d)", stack=False)
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM]
+STACK_SPLIT_RUN = _run_rule(
+    "stack_split_run",
+    "split_stack_to_cats: a maximal run of consecutive equal pieces anywhere inside a stack is one narrow"
+    " of the input, unflattened, its piece index moved to the stack dim (the stack spelled as a cat of"
+    " unsqueezed elements)",
+    "UnsqRun", lambda i: f"(Unsqueeze (Get S {i}) c)", "", stack=True)
+
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN]

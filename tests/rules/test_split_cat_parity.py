@@ -46,6 +46,19 @@ def cat_other_dim_last(x):
     return torch.cat([*s[2:6], _ones(2, 4, 32, 16)], dim=3)
 
 
+def stack_run_with_others(x):
+    """Optimus' split_stack_addn_args: every piece between other tensors, stacked on dim 1."""
+    s = torch.split(x, 4, dim=1)
+    return torch.stack([_ones(2, 4, 32, 16), *s, _ones(2, 4, 32, 16), _ones(2, 4, 32, 16)], dim=1)
+
+
+def stack_two_runs_other_dim(x):
+    """Optimus' input_shuffling_dim_mismatch_stack: two runs among other tensors, stacked on dim 2."""
+    s = torch.split(x, 4, dim=1)
+    one = _ones(2, 4, 32, 16)
+    return torch.stack([one, s[1], s[2], s[3], one, s[5], s[6], s[7], one], dim=2)
+
+
 # (program, rule that must be used)
 CASES = {f.__name__: (f, rule) for f, rule in (
     (cat_run_with_others, "cat_split_run"),
@@ -53,6 +66,8 @@ CASES = {f.__name__: (f, rule) for f, rule in (
     (cat_other_dim_with_others, "cat_split_run_other_dim"),
     (cat_other_dim_two_runs, "cat_split_run_other_dim"),
     (cat_other_dim_last, "cat_split_run_other_dim"),
+    (stack_run_with_others, "stack_split_run"),
+    (stack_two_runs_other_dim, "stack_split_run"),
 )}
 
 
@@ -148,4 +163,39 @@ OTHER_DIM_NEGATIVE = [  # (name, items, a form it must not become)
 def test_other_dim_near_miss_is_left_alone(name, items, forbidden):
     g = Case().let("t", f"(Cat {items} 0)").run()
     assert "cat_split_run_other_dim" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+def _stack_run(start, m, perm):
+    """Pieces start..start+m-1 of S stacked, as the rule writes them: the piece index moved by ``perm``."""
+    return f"(Permute (View (Narrow $x 1 {2 * start} {2 * m}) {vec(4, m, 2)}) {vec(*perm)})"
+
+
+STACK_POSITIVE = [  # (name, items, stack dim, the cat it equals)
+    ("middle", tl("$y", P[0], P[1], "$y"), 0,
+     tl("(Unsqueeze $y 0)", _stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
+    ("last_dim", tl(P[1], P[2], "$y"), 2, tl(_stack_run(1, 2, (0, 2, 1)), "(Unsqueeze $y 2)")),
+    ("split_dim", tl("$y", P[0], P[1], P[2]), 1, tl("(Unsqueeze $y 1)", _stack_run(0, 3, (0, 1, 2)))),
+]
+
+
+@pytest.mark.parametrize("name, items, dim, expected", STACK_POSITIVE, ids=[p[0] for p in STACK_POSITIVE])
+def test_stack_run_fires_and_unions(name, items, dim, expected):
+    g = Case(["stack_split_run"]).let("t", f"(Stack {items} {dim})").run()
+    assert g.fired.get("stack_split_run"), g.fired
+    assert g.same("$t", f"(Cat {expected} {dim})")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} {dim})")
+
+
+STACK_NEGATIVE = [  # (name, items, a cat it must not become)
+    ("wrong_order", tl("$y", P[1], P[0]), tl("(Unsqueeze $y 0)", _stack_run(0, 2, (1, 0, 2)))),
+    ("gap", tl(P[0], P[2], "$y"), tl(_stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
+    ("two_inputs", tl(P[0], Z[1], "$y"), tl(_stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", STACK_NEGATIVE, ids=[n[0] for n in STACK_NEGATIVE])
+def test_stack_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Stack {items} 0)").run()
+    assert "stack_split_run" not in g.fired, g.fired
     assert not g.same("$t", f"(Cat {forbidden} 0)")

@@ -163,39 +163,51 @@ STACK_AS_CAT = (
 )
 
 
-def _run_rule(name: str, doc: str, rel: str, cell, guard: str, stack: bool) -> Rule:
-    """A maximal equal run of ≥ 2 cells becomes one narrow of the input, unflattened (piece index at
-    the split dim), the piece index moved to the cat dim, and (cat, not stack) flattened into it."""
+def _run_rule(name: str, doc: str, rel: str, cell, cell_guard: str, run_guard: str,
+              derived: dict[str, tuple[str, str]], out: str, stack: bool = False) -> Rule:
+    """A maximal equal run of ≥ 2 cells (pieces i..j-1 of ``S = Split x s d``, m = j - i of k each;
+    x's shape sx) becomes the one cell ``out``, which reads a = offset(s, i) and the ``derived``
+    values (variable → (derived function, its arguments), demanded first)."""
     run = (f"({rel}Start l c) ({rel} l S i j tail) (>= (- j i) 2) (= S (Split x s d)) (= sx (shape x))"
-           " (= m (- j i)) (= k (vec-get s i))")
-    unflat, perm = "(splice sx d (vec-of m k))", "(movedim-perm (+ (vec-length sx) 1) d c)"
-    moved = "(Permute (View (Narrow x d a (* m k)) u) p)"
-    out = moved if stack else f"(View {moved} (vec-set (vec-set sx d k) c (* m (vec-get sx c))))"
-    commands = (f"(rule ({run}) ((offset-demand s i) (splice-demand sx d (vec-of m k))"
-                f" (movedim-perm-demand (+ (vec-length sx) 1) d c)))",
-                f"(rule ({run} (= a (offset s i)) (= u {unflat}) (= p {perm})) ((RunAlt l c (TCons {out} tail))))")
+           f" (= m (- j i)) (= k (vec-get s i)) {run_guard}")
+    demands = " ".join(f"({fn}-demand {args})" for fn, args in derived.values())
+    binds = " ".join(f"(= {v} ({fn} {args}))" for v, (fn, args) in derived.items())
+    commands = (f"(rule ({run}) ((offset-demand s i) {demands}))",
+                f"(rule ({run} (= a (offset s i)) {binds}) ((RunAlt l c (TCons {out} tail))))")
     if stack:
         commands += ("(rule ((= t (Stack l e)) (UnsqList l e o)) ((union t (Cat o e))))",)
     return Rule(
         name, "split_cat", doc, commands,
-        (STACK_AS_CAT if stack else ()) + CAT_CONTEXT + SPLIT_RUNS[:4] + _equal_runs(rel, cell, guard)
+        (STACK_AS_CAT if stack else ()) + CAT_CONTEXT + SPLIT_RUNS[:4] + _equal_runs(rel, cell, cell_guard)
         + DERIVED["offset"].decls + DERIVED["splice"].decls + DERIVED["movedim-perm"].decls,
         # a cat's list rebuilt (a stack's: as a cat): a new Cat e-node
         rewrites=(frozenset({"Stack" if stack else "Cat"}), frozenset({"Cat"})),
     )
 
 
+# the run's narrow unflattened (piece index at d), the piece index moved to the cat dim c
+_UNFLAT = {"u": ("splice", "sx d (vec-of m k)"), "p": ("movedim-perm", "(+ (vec-length sx) 1) d c")}
+_MOVED = "(Permute (View (Narrow x d a (* m k)) u) p)"
+
 CAT_SPLIT_RUN_OTHER_DIM = _run_rule(
     "cat_split_run_other_dim",
     "split_cat with cat dim != split dim: a maximal run of consecutive equal pieces anywhere inside a cat"
     " is one narrow of the input, unflattened, its piece index moved to the cat dim and flattened",
-    "EqRun", lambda i: f"(Get S {i})", "(!= c d)", stack=False)
+    "EqRun", lambda i: f"(Get S {i})", "(!= c d)", "", _UNFLAT,
+    f"(View {_MOVED} (vec-set (vec-set sx d k) c (* m (vec-get sx c))))")
 
 STACK_SPLIT_RUN = _run_rule(
     "stack_split_run",
     "split_stack_to_cats: a maximal run of consecutive equal pieces anywhere inside a stack is one narrow"
     " of the input, unflattened, its piece index moved to the stack dim (the stack spelled as a cat of"
     " unsqueezed elements)",
-    "UnsqRun", lambda i: f"(Unsqueeze (Get S {i}) c)", "", stack=True)
+    "UnsqRun", lambda i: f"(Unsqueeze (Get S {i}) c)", "", "", _UNFLAT, _MOVED, stack=True)
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN]
+UNBIND_CAT_RUN = _run_rule(
+    "unbind_cat_run",
+    "unbind_cat_to_view with other tensors: a maximal run of consecutive unbind pieces anywhere inside a"
+    " cat is one narrow of the input, its unbind dim moved to the cat dim and flattened into it",
+    "UnbindRun", lambda i: f"(Squeeze (Get S {i}) d)", "", "(= k 1)", {"p": ("movedim-perm", "(vec-length sx) d c")},
+    "(View (Permute (Narrow x d a m) p) (vec-set (vec-remove sx d) c (* m (vec-get (vec-remove sx d) c))))")
+
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN]

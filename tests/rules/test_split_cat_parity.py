@@ -59,6 +59,17 @@ def stack_two_runs_other_dim(x):
     return torch.stack([one, s[1], s[2], s[3], one, s[5], s[6], s[7], one], dim=2)
 
 
+def unbind_cat_with_others(x):
+    """Optimus' unbind_cat_addn_args: every unbind piece between two other tensors."""
+    return torch.cat([_ones(2, 32, 16), *torch.unbind(x, dim=1), _ones(2, 32, 16)], dim=1)
+
+
+def unbind_cat_runs_other_dim(x):
+    """Two runs of unbind pieces among another tensor, concatenated on the last dim."""
+    s = torch.unbind(x, dim=1)
+    return torch.cat([_ones(2, 32, 16), *s[3:9], _ones(2, 32, 16), *s[12:20]], dim=2)
+
+
 # (program, rule that must be used)
 CASES = {f.__name__: (f, rule) for f, rule in (
     (cat_run_with_others, "cat_split_run"),
@@ -68,6 +79,8 @@ CASES = {f.__name__: (f, rule) for f, rule in (
     (cat_other_dim_last, "cat_split_run_other_dim"),
     (stack_run_with_others, "stack_split_run"),
     (stack_two_runs_other_dim, "stack_split_run"),
+    (unbind_cat_with_others, "unbind_cat_run"),
+    (unbind_cat_runs_other_dim, "unbind_cat_run"),
 )}
 
 
@@ -120,7 +133,7 @@ def test_inductor_kernels_no_more_than_optimus(name):
     f, _ = CASES[name]
     x = torch.randn(2, 32, 32, 16)
     alone, optimus, ours = (_loop_nests(m, f, x) for m in ("inductor", "inductor_optimus", "eqsat"))
-    assert ours <= optimus < alone, {"inductor": alone, "optimus": optimus, "eqsat": ours}
+    assert ours <= optimus and ours < alone, {"inductor": alone, "optimus": optimus, "eqsat": ours}
 
 
 # -- e-graph level: the rule's exact form, and near-misses it must leave alone ---------------------
@@ -198,4 +211,41 @@ STACK_NEGATIVE = [  # (name, items, a cat it must not become)
 def test_stack_near_miss_is_left_alone(name, items, forbidden):
     g = Case().let("t", f"(Stack {items} 0)").run()
     assert "stack_split_run" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+U = f"(Split $x {vec(1, 1, 1, 1)} 0)"         # x.unbind(0), as lowering spells it: four (6,) pieces
+UP = pieces(U, 4, "(Squeeze {} 0)")
+
+
+def _unbind_run(start, m):
+    return f"(View (Permute (Narrow $x 0 {start} {m}) {vec(0, 1)}) {vec(6 * m)})"
+
+
+UNBIND_POSITIVE = [
+    ("middle", tl("$v6", UP[1], UP[2], "$v6"), tl("$v6", _unbind_run(1, 2), "$v6")),
+    ("two_runs", tl(UP[0], UP[1], "$v6", UP[2], UP[3]), tl(_unbind_run(0, 2), "$v6", _unbind_run(2, 2))),
+]
+
+
+@pytest.mark.parametrize("name, items, expected", UNBIND_POSITIVE, ids=[p[0] for p in UNBIND_POSITIVE])
+def test_unbind_run_fires_and_unions(name, items, expected):
+    g = Case(["unbind_cat_run"]).let("t", f"(Cat {items} 0)").run()
+    assert g.fired.get("unbind_cat_run"), g.fired
+    assert g.same("$t", f"(Cat {expected} 0)")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} 0)")
+
+
+SQ2 = pieces(f"(Split $x {vec(2, 2)} 0)", 2, "(Squeeze {} 0)")  # squeeze of a size-2 dim: no unbind
+UNBIND_NEGATIVE = [
+    ("wrong_order", tl("$v6", UP[2], UP[1]), tl("$v6", _unbind_run(1, 2))),
+    ("gap", tl(UP[0], UP[2], "$v6"), tl(_unbind_run(0, 2), "$v6")),
+    ("sections_of_two", tl(SQ2[0], SQ2[1], "$x"), tl("(Narrow $x 0 0 4)", "$x")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", UNBIND_NEGATIVE, ids=[n[0] for n in UNBIND_NEGATIVE])
+def test_unbind_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Cat {items} 0)").run()
+    assert "unbind_cat_run" not in g.fired, g.fired
     assert not g.same("$t", f"(Cat {forbidden} 0)")

@@ -49,9 +49,8 @@ def _functional(n: torch.fx.Node) -> tuple[str, Any, tuple, dict] | None:
     if n.op == "call_method" and hasattr(torch.Tensor, name[:-1]):
         return "call_method", name[:-1], n.args, dict(n.kwargs)
     pure = getattr(torch, name[:-1], None)
-    if n.op == "call_function" and getattr(n.target, "__module__", "") in ("torch", "torch._C._VariableFunctions") \
-            and callable(pure):
-        return "call_function", pure, n.args, dict(n.kwargs)
+    if n.op == "call_function" and getattr(torch, name, None) is n.target and callable(pure):
+        return "call_function", pure, n.args, dict(n.kwargs)  # torch.relu_ → torch.relu
     return None
 
 

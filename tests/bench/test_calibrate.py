@@ -1,15 +1,38 @@
-"""Calibration: predictions for the seeded random corpus, and rescoring a committed run's rows."""
-from bench.calibrate import predict, random_graph, rescore
+"""Calibration: predictions for hand-counted graphs, and rescoring a committed run's rows."""
+import torch
+import torch.nn.functional as F
+
+import bench.calibrate as calibrate
 from eqsat.cost import CostModel
 
 
-def test_rescore_pairs_todays_prediction_with_the_measured_launches(tmp_path):
+def pointwise_chain():
+    """sigmoid(relu(x)): Inductor fuses the chain into one kernel, nothing extern."""
+    return torch.fx.symbolic_trace(lambda x: torch.sigmoid(torch.relu(x))), [torch.randn(64, 128)]
+
+
+def linear_then_relu():
+    """relu(linear(x)): one extern matmul, then one pointwise kernel."""
+    w = torch.nn.Parameter(torch.randn(32, 128), requires_grad=False)
+    b = torch.nn.Parameter(torch.randn(32), requires_grad=False)
+    gm = torch.fx.symbolic_trace(lambda x, w, b: torch.relu(F.linear(x, w, b)))
+    return gm, [torch.randn(64, 128), w, b]
+
+
+def test_predicted_kernels_of_hand_counted_graphs():
     model = CostModel.for_device("cuda")
-    predicted = [predict(*random_graph(s), model)[0].kernels for s in (3, 5)]
+    assert calibrate.predict(*pointwise_chain(), model)[0].kernels == 1
+    cost, _ = calibrate.predict(*linear_then_relu(), model)
+    assert (cost.generated, cost.extern) == (1, 1)
+
+
+def test_rescore_pairs_todays_prediction_with_the_measured_launches(tmp_path, monkeypatch):
+    graphs = {3: pointwise_chain, 5: linear_then_relu}
+    monkeypatch.setattr(calibrate, "random_graph", lambda seed: graphs[seed]())
     run = tmp_path / "calibrate.txt"
     run.write_text("== calibrate\n"
                    "  random/3                 terms=  16 predicted=  9 measured=  2 (extern 0/0)  0.008 ms\n"
                    "  random/5                 terms=  13 predicted=  9 measured=  7 (extern 1/1)  0.109 ms\n")
-    rows = rescore(str(run), "cuda", model)
-    assert [(r.name, r.predicted, r.measured, r.ms) for r in rows] == [
-        ("random/3", predicted[0], 2, 0.008), ("random/5", predicted[1], 7, 0.109)]
+    rows = calibrate.rescore(str(run), "cuda", CostModel.for_device("cuda"))
+    assert [(r.name, r.predicted, r.measured, r.extern_pred, r.extern_meas, r.ms) for r in rows] == [
+        ("random/3", 1, 2, 0, 0, 0.008), ("random/5", 2, 7, 1, 1, 0.109)]

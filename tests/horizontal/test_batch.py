@@ -4,8 +4,13 @@ in the forward pass and in every weight's gradient.
 Group discovery is tested on lowered graphs (fast, no compile). End-to-end tests compile with the
 eqsat backend and ``inner="eager"``; where the default CPU cost model would (rightly) keep a linear
 unfused because stacking parameters copies them in training, the test prices parameters as frozen
-(``frozen_params=True``) so the fused form is chosen and its gradients can be checked.
+(``frozen_params=True``) so the fused form is chosen and its gradients can be checked. Every
+end-to-end test asserts the batched form was really chosen (``uses``: the rules the program relies on,
+no fallback): with ``validate=True`` a wrong batched graph falls back to the original, which matches
+eager too.
 """
+import operator
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,6 +20,7 @@ from eqsat.cost import CostModel
 from fx_bridge import eqsat_backend, torch_compat
 from fx_bridge.horizontal import find_groups, horizontal_unions
 from fx_bridge.lower import lower
+from optimized import assert_no_fallback, assert_optimized
 
 FROZEN = CostModel.for_device("cpu", frozen_params=True)
 
@@ -36,6 +42,11 @@ def counts(fn, *args, disabled=()):
     return horizontal_unions(lower(gm, ex), disabled).counts
 
 
+def total(out):
+    """A scalar to differentiate, from one output tensor or a tuple of them."""
+    return sum(t.sum() for t in out) if isinstance(out, tuple) else out.sum()
+
+
 def compiled(model, *args, cost=None, **options):
     """Run ``model`` compiled with our backend (eager inner) in training; return (outputs, grads, gm)."""
     graphs = []
@@ -51,16 +62,22 @@ def compiled(model, *args, cost=None, **options):
 
     keep = Keep()
     out = torch.compile(model, backend=keep)(*args)
-    out.sum().backward()
+    total(out).backward()
     assert not keep.backend.reports[0].skipped, keep.backend.reports[0].skipped
     return out, {n: p.grad.clone() for n, p in model.named_parameters()}, graphs[0], keep.backend.reports[0]
 
 
-def check_against_eager(model, *args, cost=None, **options):
+def check_against_eager(model, *args, uses, cost=None, **options):
+    """Eager's outputs and gradients, and the optimized graph relies on each rule in ``uses`` (None:
+    only that the optimizer ran to the end, for tests of what it must not choose)."""
     out, grads, gm, report = compiled(model, *args, cost=cost, **options)
+    if uses is None:
+        assert_no_fallback(report)
+    else:
+        assert_optimized(report, *uses)
     model.zero_grad()
     want = model(*args)
-    want.sum().backward()
+    total(want).backward()
     torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
     for name, p in model.named_parameters():
         torch.testing.assert_close(grads[name], p.grad, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
@@ -69,6 +86,11 @@ def check_against_eager(model, *args, cost=None, **options):
 
 def targets(gm):
     return [n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+
+
+def muls(gm):
+    """Multiplications however the graph spells them (Dynamo: ``operator.mul``; raised: ``torch.mul``)."""
+    return sum(t in (operator.mul, torch.mul, "mul") for t in targets(gm))
 
 
 # -- models -------------------------------------------------------------------------------------------
@@ -156,7 +178,8 @@ def test_disabled_by_rule_or_family():
 # -- end to end: chosen forms, forward and gradients ---------------------------------------------------
 def test_batch_linear_and_tanh_training_cancel_against_split_and_stack():
     torch.manual_seed(0)
-    gm, report = check_against_eager(SplitLinears(), torch.randn(16, 48), cost=FROZEN)
+    gm, report = check_against_eager(SplitLinears(), torch.randn(16, 48), cost=FROZEN,
+                                     uses=["batch_linear", "batch_tanh"])
     ts = targets(gm)
     assert torch.baddbmm in ts and ts.count(torch.tanh) == 1, ts
     # the stacks of split pieces and the unbind feeding the stack cancelled: only weights are stacked
@@ -167,13 +190,14 @@ def test_batch_linear_and_tanh_training_cancel_against_split_and_stack():
 
 def test_batch_linear_without_bias_uses_bmm():
     torch.manual_seed(0)
-    gm, _ = check_against_eager(SplitLinears(n=3, bias=False), torch.randn(16, 24), cost=FROZEN)
+    gm, _ = check_against_eager(SplitLinears(n=3, bias=False), torch.randn(16, 24), cost=FROZEN,
+                                uses=["batch_linear"])
     assert torch.bmm in targets(gm)
 
 
 def test_batch_linear_lhs_training():
     torch.manual_seed(0)
-    gm, _ = check_against_eager(SharedInput(), torch.randn(16, 8), cost=FROZEN)
+    gm, _ = check_against_eager(SharedInput(), torch.randn(16, 8), cost=FROZEN, uses=["batch_linear_lhs"])
     assert targets(gm).count(F.linear) == 1, targets(gm)
 
 
@@ -181,7 +205,7 @@ def test_per_feature_chain_training():
     torch.manual_seed(0)
     x = torch.randn(16, 5, 8)
     x[0, 0, 0] = float("nan")
-    gm, report = check_against_eager(PerFeatureNorms(), x, cost=FROZEN)
+    gm, report = check_against_eager(PerFeatureNorms(), x, cost=FROZEN, uses=["batch_linear"])
     ts = targets(gm)
     assert ts.count(torch.nan_to_num) == 1 and ts.count(torch.clamp) == 1, ts
     assert report.kernels_after < report.kernels_before
@@ -203,7 +227,8 @@ def test_batch_layernorm_training():
         def forward(self, *xs):
             return torch.cat([norm(x) for norm, x in zip(self.norms, xs)], 1)
 
-    gm, report = check_against_eager(Norms(), *(torch.randn(16, 8) for _ in range(5)), cost=FROZEN)
+    gm, report = check_against_eager(Norms(), *(torch.randn(16, 8) for _ in range(5)), cost=FROZEN,
+                                     uses=["batch_layernorm"])
     assert targets(gm).count(F.layer_norm) == 1, targets(gm)
 
 
@@ -211,7 +236,8 @@ def test_pointwise_batch_pays_under_the_default_cpu_model():
     """tanh over 6 linear outputs: stacked on dim 1 the copies, the tanh and the stack consumer are
     one CPU loop nest, so the default model picks it (the linears stay: their weights would be copied)."""
     torch.manual_seed(0)
-    gm, report = check_against_eager(SplitLinears(), torch.randn(16, 48), disabled=["batch_linear"])
+    gm, report = check_against_eager(SplitLinears(), torch.randn(16, 48), disabled=["batch_linear"],
+                                     uses=["batch_tanh"])
     assert targets(gm).count(torch.tanh) == 1
     assert report.kernels_after < report.kernels_before
 
@@ -228,43 +254,58 @@ def test_binary_with_shared_operand_training():
         def forward(self, x):
             return torch.stack([lin(x[:, i]) * self.scale + x[:, i] for i, lin in enumerate(self.lins)], 1)
 
-    gm, _ = check_against_eager(Gates(), torch.randn(16, 4, 8), cost=FROZEN)
-    assert targets(gm).count(torch.mul) + targets(gm).count("mul") <= 1
+    gm, _ = check_against_eager(Gates(), torch.randn(16, 4, 8), cost=FROZEN,
+                                uses=["batch_linear", "batch_mul", "batch_add"])
+    assert muls(gm) == 1, targets(gm)
 
 
 def test_binary_with_shared_full_rank_operand():
-    """a·s, b·s, c·s with s of the operands' own rank: s must broadcast over the new batch dim."""
-    def f(a, b, c, s):
-        return torch.cat([torch.sigmoid(t) * s for t in (a, b, c)], 1)
+    """lin_i(x_i)·s with s of the operands' own rank: in the batched mul, s must broadcast over the new
+    batch dim. The linears are batched too (frozen weights), which is what makes the batched mul pay."""
+    torch.manual_seed(0)
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lins = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+
+        def forward(self, a, b, c, s):
+            return torch.cat([torch.sigmoid(lin(t)) * s for lin, t in zip(self.lins, (a, b, c))], 1)
 
     args = [torch.randn(4, 8) for _ in range(4)]
-    gm, ex = capture(f, *args)
+    gm, ex = capture(Scaled(), *args)
     assert horizontal_unions(lower(gm, ex)).counts.get("batch_mul") == 1
-    out = torch.compile(f, backend=eqsat_backend(inner="eager", validate=True, always_raise=True))(*args)
-    torch.testing.assert_close(out, f(*args))
+    gm, _ = check_against_eager(Scaled(), *args, cost=FROZEN, uses=["batch_linear", "batch_mul"])
+    assert muls(gm) == 1, targets(gm)
 
 
 def test_batch_mm_and_addmm():
+    """Three addmm of different inputs and three mm of one input: bmm/baddbmm over stacked operands."""
     torch.manual_seed(0)
-    ws = [torch.randn(8, 6, requires_grad=True) for _ in range(3)]
-    bs = [torch.randn(6, requires_grad=True) for _ in range(3)]
 
-    def f(a, b, c):
-        return torch.cat([torch.addmm(bi, t, w) for t, w, bi in zip((a, b, c), ws, bs)]
-                         + [torch.mm(a, w) for w in ws], 1)
+    class Mms(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ws = nn.ParameterList(torch.randn(8, 6) for _ in range(3))
+            self.bs = nn.ParameterList(torch.randn(6) for _ in range(3))
+
+        def forward(self, a, b, c):  # stacked: the baddbmm writes the output, no copy after it
+            return (torch.stack([torch.addmm(bi, t, w) for t, w, bi in zip((a, b, c), self.ws, self.bs)]),
+                    torch.cat([torch.mm(a, w) for w in self.ws], 1))
 
     args = [torch.randn(5, 8) for _ in range(3)]
-    gm, ex = capture(f, *args)
+    gm, ex = capture(Mms(), *args)
     got = horizontal_unions(lower(gm, ex)).counts
     assert got == {"batch_mm": 2, "batch_linear_lhs": 1}, got
-    out = torch.compile(f, backend=eqsat_backend(inner="eager", validate=True, cost=FROZEN))(*args)
-    torch.testing.assert_close(out, f(*args))
+    gm, _ = check_against_eager(Mms(), *args, cost=FROZEN, uses=["batch_mm"])
+    assert torch.baddbmm in targets(gm) and torch.addmm not in targets(gm), targets(gm)
 
 
 def test_two_tiny_linears_in_training_stay_unfused():
     """Stacking two 4×4 weights costs copy kernels in training that outweigh one saved matmul launch."""
     torch.manual_seed(0)
-    gm, report = check_against_eager(SplitLinears(n=2, d=4), torch.randn(4, 8))
+    gm, report = check_against_eager(SplitLinears(n=2, d=4), torch.randn(4, 8), uses=None)
+    assert "batch_linear" in report.rules_fired and "batch_linear" not in report.rules_used, report.summary()
     assert torch.baddbmm not in targets(gm) and torch.bmm not in targets(gm)
 
 
@@ -286,6 +327,6 @@ def test_default_model_batches_per_feature_linears_and_inductor_launches_fewer_k
     backend = eqsat_backend()
     out, ours = _launches(backend, model, x)
     _, alone = _launches("inductor", model, x)
-    assert backend.reports[0].rules_used.get("batch_linear"), backend.reports[0].summary()
+    assert_optimized(backend.reports[0], "batch_linear")
     assert ours["extern"] == 1 and ours["total"] < alone["total"], (ours, alone)
     torch.testing.assert_close(out, model(x))

@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fx_bridge import optimize
+from optimized import assert_optimized
 
 
 @st.composite
@@ -34,5 +35,11 @@ def test_split_cat_program_matches_eager(program):
     gm = torch.fx.symbolic_trace(M())
     new, report = optimize(gm, [x, other])
     assert "cat_split_all" in report.rules_fired
+    # The second output is always a removable split-cat; the rewrite is dropped only where a first
+    # output that became a view of x needs a copy to stay fresh as in eager, and the copy costs more.
+    if report.changed:
+        assert_optimized(report, "cat_split_all")
+    else:
+        assert any(n.startswith("kept the input program") for n in report.notes), report.summary()
     for got, want in zip(new(x, other), M()(x, other)):
         torch.testing.assert_close(got, want)

@@ -1,0 +1,24 @@
+"""Hugging Face transformer blocks (GPT-2, BERT, T5) from tiny configs, no downloads, through the
+eqsat pre-grad pass with validation: eager's outputs, and the optimizer ran to the end (no skip, no
+fallback; T5's in-place bucket add on an intermediate is rewritten out of place, no longer a skip).
+Their training graphs go through the post-grad pass in tests/aten/test_post_grad.py."""
+import pytest
+import torch
+
+from bench.models import NEEDS_TRANSFORMERS, REGISTRY
+from fx_bridge import eqsat_backend
+from optimized import assert_no_fallback
+
+pytest.importorskip("transformers")  # `make test` installs the hf extra
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS_TRANSFORMERS))
+def test_block_inference_matches_eager(name):
+    model, inputs = REGISTRY[name]("tiny", "cpu", torch.float32)
+    backend = eqsat_backend(inner="eager", validate=True)
+    with torch.no_grad():
+        expected = model(*inputs)
+        actual = torch.compile(model, backend=backend)(*inputs)
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    (report,) = backend.reports
+    assert_no_fallback(report)

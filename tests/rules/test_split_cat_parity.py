@@ -70,7 +70,24 @@ def unbind_cat_runs_other_dim(x):
     return torch.cat([_ones(2, 32, 16), *s[3:9], _ones(2, 32, 16), *s[12:20]], dim=2)
 
 
-# (program, rule that must be used)
+def shuffled_multiple_outputs(x):
+    """Optimus' input_shuffling_multiple_output: a run in a cat on another dim, a run in a stack, a piece
+    used elsewhere."""
+    s = torch.split(x, 4, dim=1)
+    cat1 = torch.cat([_ones(2, 4, 32, 16), s[1], s[2], s[3], _ones(2, 4, 32, 16)], dim=2)
+    stack1 = torch.stack([_ones(2, 4, 32, 16), s[4], s[5], _ones(2, 4, 32, 16)], dim=1)
+    return cat1, stack1, torch.relu(s[6])
+
+
+def unequal_split_multiple_outputs(x):
+    """Optimus' unequal_split_multiple_output: the same, the runs of equal pieces inside an uneven split."""
+    s = torch.split(x, [2, 4, 4, 4, 4, 4, 8, 2], dim=1)
+    cat1 = torch.cat([_ones(2, 4, 32, 16), s[1], s[2], s[3], _ones(2, 4, 32, 16)], dim=2)
+    stack1 = torch.stack([_ones(2, 4, 32, 16), s[4], s[5], _ones(2, 4, 32, 16)], dim=1)
+    return cat1, stack1, torch.relu(s[6])
+
+
+# (program, rules that must be used)
 CASES = {f.__name__: (f, rule) for f, rule in (
     (cat_run_with_others, "cat_split_run"),
     (cat_partial_run_with_others, "cat_split_run"),
@@ -81,6 +98,8 @@ CASES = {f.__name__: (f, rule) for f, rule in (
     (stack_two_runs_other_dim, "stack_split_run"),
     (unbind_cat_with_others, "unbind_cat_run"),
     (unbind_cat_runs_other_dim, "unbind_cat_run"),
+    (shuffled_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
+    (unequal_split_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
 )}
 
 
@@ -93,19 +112,23 @@ def _eqsat(f, x):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_optimized_and_equal_to_eager_forward_and_backward(name):
-    f, rule = CASES[name]
+    f, rules = CASES[name]
     torch.manual_seed(0)
     x = torch.randn(2, 32, 32, 16, requires_grad=True)
     xe = x.detach().clone().requires_grad_()
     out, report = _eqsat(f, x)
     want = f(xe)
     torch.testing.assert_close(out, want)
-    weights = torch.randn_like(want)
-    (out * weights).sum().backward()
-    (want * weights).sum().backward()
+    weights = [torch.randn_like(w) for w in _outputs(want)]
+    sum((o * w).sum() for o, w in zip(_outputs(out), weights)).backward()
+    sum((o * w).sum() for o, w in zip(_outputs(want), weights)).backward()
     torch.testing.assert_close(x.grad, xe.grad)
     assert not report.skipped and not report.fallback, report.summary()
-    assert report.changed and report.rules_used.get(rule), report.summary()
+    assert report.changed and all(report.rules_used.get(r) for r in rules.split()), report.summary()
+
+
+def _outputs(out):
+    return list(out) if isinstance(out, tuple) else [out]
 
 
 class _Program(torch.nn.Module):

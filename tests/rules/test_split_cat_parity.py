@@ -87,6 +87,15 @@ def unequal_split_multiple_outputs(x):
     return cat1, stack1, torch.relu(s[6])
 
 
+def two_splits_interleaved(x1, x2):
+    """Optimus' multi_split_cat: runs of two splits of two inputs interleaved in one cat and one stack."""
+    a, b = torch.split(x1, 4, dim=1), torch.split(x2, 4, dim=1)
+    one = _ones(2, 4, 32, 16)
+    cat1 = torch.cat([one, a[1], a[2], a[3], one, b[1], b[2], b[3], one], dim=2)
+    stack1 = torch.stack([one, a[4], a[5], one, b[4], b[5], one], dim=1)
+    return cat1, stack1, torch.relu(a[6]), torch.relu(b[6])
+
+
 # (program, rules that must be used)
 CASES = {f.__name__: (f, rule) for f, rule in (
     (cat_run_with_others, "cat_split_run"),
@@ -100,12 +109,13 @@ CASES = {f.__name__: (f, rule) for f, rule in (
     (unbind_cat_runs_other_dim, "unbind_cat_run"),
     (shuffled_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
     (unequal_split_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
+    (two_splits_interleaved, "cat_split_run_other_dim stack_split_run"),
 )}
 
 
-def _eqsat(f, x):
+def _eqsat(f, *xs):
     backend = eqsat_backend(inner="eager", post_grad=False)
-    out = torch.compile(f, backend=backend)(x)
+    out = torch.compile(f, backend=backend)(*xs)
     assert len(backend.reports) == 1, [r.summary() for r in backend.reports]
     return out, backend.reports[0]
 
@@ -114,15 +124,15 @@ def _eqsat(f, x):
 def test_optimized_and_equal_to_eager_forward_and_backward(name):
     f, rules = CASES[name]
     torch.manual_seed(0)
-    x = torch.randn(2, 32, 32, 16, requires_grad=True)
-    xe = x.detach().clone().requires_grad_()
-    out, report = _eqsat(f, x)
-    want = f(xe)
+    xs = [torch.randn(2, 32, 32, 16, requires_grad=True) for _ in range(f.__code__.co_argcount)]
+    xes = [x.detach().clone().requires_grad_() for x in xs]
+    out, report = _eqsat(f, *xs)
+    want = f(*xes)
     torch.testing.assert_close(out, want)
     weights = [torch.randn_like(w) for w in _outputs(want)]
     sum((o * w).sum() for o, w in zip(_outputs(out), weights)).backward()
     sum((o * w).sum() for o, w in zip(_outputs(want), weights)).backward()
-    torch.testing.assert_close(x.grad, xe.grad)
+    torch.testing.assert_close([x.grad for x in xs], [x.grad for x in xes])
     assert not report.skipped and not report.fallback, report.summary()
     assert report.changed and all(report.rules_used.get(r) for r in rules.split()), report.summary()
 
@@ -136,17 +146,17 @@ class _Program(torch.nn.Module):
         super().__init__()
         self.f = f
 
-    def forward(self, x):
-        return self.f(x)
+    def forward(self, *xs):
+        return self.f(*xs)
 
 
-def _loop_nests(mode, f, x):
+def _loop_nests(mode, f, xs):
     """Inductor's CPU kernel counter (loop nests) for ``f`` compiled in bench mode ``mode``."""
     inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     with torch.no_grad(), inductor_metrics.inductor_config_patch(mode):
-        out = compile_model(mode, _Program(f)).fn(x)
-    torch.testing.assert_close(out, f(x))
+        out = compile_model(mode, _Program(f)).fn(*xs)
+    torch.testing.assert_close(out, f(*xs))
     return inductor_metrics.kernel_counts()["generated"]
 
 
@@ -154,8 +164,8 @@ def _loop_nests(mode, f, x):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_inductor_kernels_no_more_than_optimus(name):
     f, _ = CASES[name]
-    x = torch.randn(2, 32, 32, 16)
-    alone, optimus, ours = (_loop_nests(m, f, x) for m in ("inductor", "inductor_optimus", "eqsat"))
+    xs = [torch.randn(2, 32, 32, 16) for _ in range(f.__code__.co_argcount)]
+    alone, optimus, ours = (_loop_nests(m, f, xs) for m in ("inductor", "inductor_optimus", "eqsat"))
     assert ours <= optimus and ours < alone, {"inductor": alone, "optimus": optimus, "eqsat": ours}
 
 

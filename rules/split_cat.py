@@ -145,7 +145,7 @@ def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
     )
 
 
-# A stack whose list holds two consecutive pieces of a split is also the cat of its elements unsqueezed
+# A stack whose list holds two consecutive pieces of a split (or of an unbind) is also the cat of its elements unsqueezed
 # at the stack dim (built on demand: UnsqList(l, e, o), o is l with every element unsqueezed at e).
 STACK_AS_CAT = (
     "(relation StackCell (TList i64))",
@@ -155,6 +155,8 @@ STACK_AS_CAT = (
     f"(rule ((= t (Stack l e))) ((StackCell l e)) {_A})",
     f"(rule ((StackCell l e) (= l (TCons h r))) ((StackCell r e)) {_A})",
     f"(rule ((StackCell l e) (= l (TCons (Get S i) r)) (= r (TCons (Get S (+ i 1)) u))) ((StackRun l e)) {_A})",
+    f"(rule ((StackCell l e) (= l (TCons (Squeeze (Get S i) d) r)) (= r (TCons (Squeeze (Get S (+ i 1)) d) u)))"
+    f" ((StackRun l e)) {_A})",
     f"(rule ((StackCell l e) (= l (TCons h r)) (StackRun r e)) ((StackRun l e)) {_A})",
     f"(rule ((= t (Stack l e)) (StackRun l e)) ((UnsqDemand l e)) {_A})",
     f"(rule ((UnsqDemand l e) (= l (TCons h r))) ((UnsqDemand r e)) {_A})",
@@ -210,4 +212,12 @@ UNBIND_CAT_RUN = _run_rule(
     "UnbindRun", lambda i: f"(Squeeze (Get S {i}) d)", "", "(= k 1)", {"p": ("movedim-perm", "(vec-length sx) d c")},
     "(View (Permute (Narrow x d a m) p) (vec-set (vec-remove sx d) c (* m (vec-get (vec-remove sx d) c))))")
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN]
+UNBIND_STACK_RUN = _run_rule(
+    "unbind_stack_run",
+    "unbind_stack with other tensors: a maximal run of consecutive unbind pieces anywhere inside a stack is"
+    " one narrow of the input, its unbind dim moved to the stack dim",
+    "UnbindStackRun", lambda i: f"(Unsqueeze (Squeeze (Get S {i}) d) c)", "", "(= k 1)",
+    {"p": ("movedim-perm", "(vec-length sx) d c")}, "(Permute (Narrow x d a m) p)", stack=True)
+
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN,
+                  UNBIND_STACK_RUN]

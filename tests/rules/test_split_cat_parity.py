@@ -87,6 +87,17 @@ def unequal_split_multiple_outputs(x):
     return cat1, stack1, torch.relu(s[6])
 
 
+def unbind_stack_with_others(x):
+    """Optimus' unbind_stack_addn_args shape: every unbind piece between two other tensors, stacked."""
+    return torch.stack([_ones(2, 32, 16), *torch.unbind(x, dim=1), _ones(2, 32, 16)], dim=1)
+
+
+def unbind_stack_runs_last_dim(x):
+    """Two runs of unbind pieces among another tensor, stacked on a new last dim."""
+    s = torch.unbind(x, dim=1)
+    return torch.stack([_ones(2, 32, 16), *s[3:9], _ones(2, 32, 16), *s[12:20]], dim=3)
+
+
 def two_splits_interleaved(x1, x2):
     """Optimus' multi_split_cat: runs of two splits of two inputs interleaved in one cat and one stack."""
     a, b = torch.split(x1, 4, dim=1), torch.split(x2, 4, dim=1)
@@ -110,6 +121,8 @@ CASES = {f.__name__: (f, rule) for f, rule in (
     (shuffled_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
     (unequal_split_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
     (two_splits_interleaved, "cat_split_run_other_dim stack_split_run"),
+    (unbind_stack_with_others, "unbind_stack_run"),
+    (unbind_stack_runs_last_dim, "unbind_stack_run"),
 )}
 
 
@@ -281,4 +294,34 @@ UNBIND_NEGATIVE = [
 def test_unbind_near_miss_is_left_alone(name, items, forbidden):
     g = Case().let("t", f"(Cat {items} 0)").run()
     assert "unbind_cat_run" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+UNBIND_STACK_POSITIVE = [  # (name, items, stack dim, the cat it equals)
+    ("middle", tl("$v6", UP[1], UP[2], "$v6"), 0,
+     tl("(Unsqueeze $v6 0)", f"(Permute (Narrow $x 0 1 2) {vec(0, 1)})", "(Unsqueeze $v6 0)")),
+    ("last_dim", tl(UP[0], UP[1], UP[2], "$v6"), 1,
+     tl(f"(Permute (Narrow $x 0 0 3) {vec(1, 0)})", "(Unsqueeze $v6 1)")),
+]
+
+
+@pytest.mark.parametrize("name, items, dim, expected", UNBIND_STACK_POSITIVE,
+                         ids=[p[0] for p in UNBIND_STACK_POSITIVE])
+def test_unbind_stack_run_fires_and_unions(name, items, dim, expected):
+    g = Case(["unbind_stack_run"]).let("t", f"(Stack {items} {dim})").run()
+    assert g.fired.get("unbind_stack_run"), g.fired
+    assert g.same("$t", f"(Cat {expected} {dim})")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} {dim})")
+
+
+UNBIND_STACK_NEGATIVE = [  # (name, items, a cat it must not become)
+    ("wrong_order", tl("$v6", UP[2], UP[1]), tl("(Unsqueeze $v6 0)", f"(Permute (Narrow $x 0 1 2) {vec(0, 1)})")),
+    ("gap", tl(UP[0], UP[2], "$v6"), tl(f"(Permute (Narrow $x 0 0 2) {vec(0, 1)})", "(Unsqueeze $v6 0)")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", UNBIND_STACK_NEGATIVE, ids=[n[0] for n in UNBIND_STACK_NEGATIVE])
+def test_unbind_stack_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Stack {items} 0)").run()
+    assert "unbind_stack_run" not in g.fired, g.fired
     assert not g.same("$t", f"(Cat {forbidden} 0)")

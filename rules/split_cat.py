@@ -145,20 +145,40 @@ def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
     )
 
 
-# A stack whose list holds two consecutive pieces of a split (or of an unbind) is also the cat of its elements unsqueezed
-# at the stack dim (built on demand: UnsqList(l, e, o), o is l with every element unsqueezed at e).
+# A stack whose list holds two consecutive pieces of a split (or of an unbind) and is not just that split's
+# pieces in order (stack_split_all and unbind_stack cover those) is also the cat of its elements
+# unsqueezed at the stack dim (built on demand: UnsqList(l, e, o), o is l with every element unsqueezed).
+# StackRun: two consecutive pieces from here on; StackEdge: a run boundary from here on.
+def _stack_cells(piece) -> tuple[str, ...]:
+    here, nxt, prev = piece("i"), piece("(+ i 1)"), piece("(- i 1)")
+    at = f"(StackCell l e) (= l (TCons {here} r)) (= S (Split x s d))"
+    return (
+        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",  # the neighbours' cells exist
+        f"(rule ({at} (> i 0)) ({prev}) {_A})",
+        f"(rule ({at} (= r (TCons {nxt} u))) ((StackRun l e)) {_A})",
+        f"(rule ({at} (= r (TCons h u)) (= g {nxt}) (!= h g)) ((StackEdge l e)) {_A})",
+        f"(rule ({at} (= r (TCons h u)) (= (+ i 1) (vec-length s))) ((StackEdge l e)) {_A})",
+        f"(rule ({at} (= r (TNil)) (< (+ i 1) (vec-length s))) ((StackEdge l e)) {_A})",
+        f"(rule ({at} (= t (Stack l e)) (> i 0)) ((StackEdge l e)) {_A})",
+        f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) (= i 0)) ((StackEdge l e)) {_A})",
+        f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) (> i 0) (= g {prev}) (!= h g))"
+        f" ((StackEdge l e)) {_A})",
+    )
+
+
 STACK_AS_CAT = (
     "(relation StackCell (TList i64))",
     "(relation StackRun (TList i64))",
+    "(relation StackEdge (TList i64))",
     "(relation UnsqDemand (TList i64))",
     "(relation UnsqList (TList i64 TList))",
     f"(rule ((= t (Stack l e))) ((StackCell l e)) {_A})",
     f"(rule ((StackCell l e) (= l (TCons h r))) ((StackCell r e)) {_A})",
-    f"(rule ((StackCell l e) (= l (TCons (Get S i) r)) (= r (TCons (Get S (+ i 1)) u))) ((StackRun l e)) {_A})",
-    f"(rule ((StackCell l e) (= l (TCons (Squeeze (Get S i) d) r)) (= r (TCons (Squeeze (Get S (+ i 1)) d) u)))"
-    f" ((StackRun l e)) {_A})",
+    *_stack_cells(lambda i: f"(Get S {i})"),
+    *_stack_cells(lambda i: f"(Squeeze (Get S {i}) d)"),
     f"(rule ((StackCell l e) (= l (TCons h r)) (StackRun r e)) ((StackRun l e)) {_A})",
-    f"(rule ((= t (Stack l e)) (StackRun l e)) ((UnsqDemand l e)) {_A})",
+    f"(rule ((StackCell l e) (= l (TCons h r)) (StackEdge r e)) ((StackEdge l e)) {_A})",
+    f"(rule ((= t (Stack l e)) (StackRun l e) (StackEdge l e)) ((UnsqDemand l e)) {_A})",
     f"(rule ((UnsqDemand l e) (= l (TCons h r))) ((UnsqDemand r e)) {_A})",
     f"(rule ((UnsqDemand l e) (= l (TNil))) ((UnsqList l e l)) {_A})",
     f"(rule ((UnsqDemand l e) (= l (TCons h r)) (UnsqList r e o)) ((UnsqList l e (TCons (Unsqueeze h e) o))) {_A})",

@@ -325,3 +325,11 @@ def test_unbind_stack_near_miss_is_left_alone(name, items, forbidden):
     g = Case().let("t", f"(Stack {items} 0)").run()
     assert "unbind_stack_run" not in g.fired, g.fired
     assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+@pytest.mark.parametrize("items", [tl(*P), tl(*UP)], ids=["split", "unbind"])
+def test_stack_of_every_piece_in_order_is_left_to_the_whole_split_rules(items):
+    """No run boundary: stack_split_all / unbind_stack say it already, so no cat spelling is built
+    (a 64-piece batch stack would otherwise cost seconds of saturation)."""
+    g = Case().let("t", f"(Stack {items} 0)").run()
+    assert not {"stack_split_run", "unbind_stack_run"} & set(g.fired), g.fired

@@ -75,10 +75,6 @@ class CostModel:
         cost = self.alpha * (generated + extern) + self.beta * nbytes + self.loop_cost * loops
         return ProgramCost(generated, extern, nbytes, cost, loops)
 
-    def copy_cost(self, copies: int, nbytes: float) -> float:
-        """``copies`` copy kernels moving ``nbytes`` in all (each byte read once, written once)."""
-        return self.alpha * copies + self.loop_cost * copies + 2 * self.beta * nbytes
-
     # -- per e-node linear approximation ---------------------------------------------------------
     def node_cost(self, node: ENode, view: EGraphView) -> float:
         cat = CTOR_CATEGORY.get(node.ctor, Category.OPAQUE)

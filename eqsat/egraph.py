@@ -13,10 +13,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import egglog.bindings as bindings
 
+from .deadline import Deadline
 from .rule import Rule, rule_of_tag
 from .terms import Program, Ref
 
@@ -76,9 +77,10 @@ class Session:
         self._rule_names = {r.name for r in self.rules}
 
     # -- typed input ----------------------------------------------------------------------------
-    def load(self, program: Program) -> None:
-        """Run a recorded program (lets, facts, ``same`` pairs)."""
-        self.commands(program.commands)
+    def load(self, program: Program, deadline: Deadline | None = None) -> None:
+        """Run a recorded program (lets, facts, ``same`` pairs); raises ``OutOfTime`` (leaving the
+        program half loaded) when ``deadline`` runs out between two chunks."""
+        self.commands(program.commands, deadline=deadline)
 
     def let(self, name: str, term: Any) -> Ref:
         p = Program()
@@ -117,11 +119,13 @@ class Session:
         except Exception as e:  # egglog raises EggSmolError with the parse/type error
             raise EGraphError(f"{e} in: {text[:300]}") from None
 
-    def commands(self, texts: Iterable[str], chunk: int = 1000) -> None:
+    def commands(self, texts: Iterable[str], chunk: int = 1000, deadline: Deadline | None = None) -> None:
         """Run many commands: parsed one by one (parsing a big program at once is quadratic), run in
-        chunks (one call per command costs a round trip each)."""
+        chunks (one call per command costs a round trip each); the deadline is checked per chunk."""
         texts = list(texts)
         for start in range(0, len(texts), chunk):
+            if deadline is not None:
+                deadline.check("build")
             parsed = []
             for t in texts[start:start + chunk]:
                 try:
@@ -143,32 +147,43 @@ class Session:
         return sum(n for _, n in out.sizes)
 
     # -- saturation ------------------------------------------------------------------------------
-    def saturate(self, budget: Budget, families: Iterable[str] | None = None) -> SaturationLog:
+    def saturate(self, budget: Budget, families: Iterable[str] | None = None,
+                 deadline: Deadline | None = None,
+                 reserve: Callable[[int], float] = lambda size: 0.0) -> SaturationLog:
         """Run the chosen families one iteration at a time, with shape analysis to a fixpoint.
 
         An iteration that could overshoot the node budget runs on a snapshot (``push``) and is rolled
         back when it does; snapshots copy the whole e-graph, so an iteration that cannot overshoot
         (the e-graph would have to more than double, and twice the worst growth seen so far) runs
         without one.
+
+        Time: ``deadline`` (default: ``budget.seconds`` from now) is checked before every rule
+        iteration and every analysis iteration (analysis over an n-long cons list takes ~n of them),
+        keeping ``reserve(e-graph size)`` seconds for extraction. Stopping early keeps the
+        e-graph as it is: every fact in it is true, only some rewrites are missing.
         """
+        deadline = deadline or Deadline(budget.seconds)
         fams = [f for f in (families if families is not None else self.families) if f in self.families]
         log = SaturationLog()
         t0 = time.perf_counter()
         self.seed()
-        self._run(f"(run-schedule (saturate (run {ANALYSIS})))")
+        # The first analysis gets half the time: if it cannot reach a fixpoint by then (long lists),
+        # the rules start on the facts found so far and every iteration carries the analysis on.
+        self._analyse(deadline, reserve, None, keep=deadline.left() / 2)
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"
-        step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)} (saturate (run {ANALYSIS}))))"
+        step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)}))"
         growth = 1.0
         for it in range(budget.iterations if fams else 0):
-            if time.perf_counter() - t0 > budget.seconds:
-                log.stop_reason = "time budget"
-                break
             size = log.sizes[-1]
+            if deadline.out_of_time("saturate", reserve(size)):
+                break
             snapshot = size * max(2.0, 2 * growth) > budget.nodes
             if snapshot:
                 self._run("(push)")
             (out,) = self._run(step)
+            self._count_fired(out, log)
+            updated = self._analyse(deadline, reserve, log) or out.report.updated
             n = self.size()
             growth = max(growth, n / max(size, 1))
             if n > budget.nodes:
@@ -180,14 +195,35 @@ class Session:
                     log.stop_reason = f"node budget: iteration {it + 1} reached {n} > {budget.nodes}, kept"
                 break
             log.sizes.append(n)
-            for tag, k in out.report.num_matches_per_rule.items():
-                if k and rule_of_tag(tag) in self._rule_names:
-                    log.fired[rule_of_tag(tag)] += k
-            if not out.report.updated:
+            if not updated:
                 log.stop_reason = "saturated"
                 break
+        if deadline.hit in ("analysis", "saturate"):
+            log.stop_reason = f"time budget ({deadline.hit})"
         log.seconds = time.perf_counter() - t0
         return log
+
+    def _analyse(self, deadline: Deadline, reserve: Callable[[int], float], log: SaturationLog | None,
+                 keep: float = 0.0) -> bool:
+        """The analysis ruleset to a fixpoint, one iteration per command so the deadline can stop it
+        (or earlier, leaving ``keep`` seconds); whether anything changed. Rules that fire here count
+        in ``log`` (None: before any rewrite)."""
+        step = f"(run-schedule (run {ANALYSIS}))"
+        updated = False
+        size = self.size()
+        while not deadline.out_of_time("analysis", reserve(size)) and deadline.left() > keep:
+            (out,) = self._run(step)
+            if log is not None:
+                self._count_fired(out, log)
+            if not out.report.updated:
+                break
+            updated = True
+        return updated
+
+    def _count_fired(self, out, log: SaturationLog) -> None:
+        for tag, k in out.report.num_matches_per_rule.items():
+            if k and rule_of_tag(tag) in self._rule_names:
+                log.fired[rule_of_tag(tag)] += k
 
     # -- export ----------------------------------------------------------------------------------
     def serialize(self) -> dict:

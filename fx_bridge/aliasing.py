@@ -5,7 +5,7 @@ a fresh tensor there, and a caller that mutates the output would then change its
 output leaf we read, from the fake values the graph carries (Dynamo's ``example_value``, AOT's
 ``val``), whether it shares storage with a graph input or with an earlier output, and whether it *is*
 that node. The optimized graph must agree: where it aliases and eager did not, the output gets a copy
-(``clone``, which the caller prices); where eager returned a distinct view and ours is the very same
+(``clone``; the caller prices the result as written); where eager returned a distinct view and ours is the very same
 node, a fresh view (``view_as`` / ``aten.alias``); anything else cannot be repaired and is refused.
 """
 from __future__ import annotations
@@ -97,7 +97,6 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 @dataclass
 class Repair:
     copies: int = 0          # outputs that now get a clone
-    copied_bytes: int = 0    # their size
     views: int = 0           # outputs that now get a fresh view of themselves
 
 
@@ -119,9 +118,7 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
         with gm.graph.inserting_before(out_node):
             if want.fresh:
                 replace[i] = _clone(gm.graph, leaf, dialect)
-                val = leaf.meta["val"]
                 repair.copies += 1
-                repair.copied_bytes += val.numel() * val.element_size()
             elif (want.inputs, want.outputs) == (got.inputs, got.outputs) and want.same_node_as < got.same_node_as:
                 replace[i] = _fresh_view(gm.graph, leaf, dialect)
                 repair.views += 1

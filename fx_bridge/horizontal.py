@@ -361,9 +361,10 @@ def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
             return out.let(name, term)
 
         pieces = build(ctx, [low.originals[m] for m in members], bind)
+        splits: dict[Term, Ref] = {}
         for m, p in zip(members, pieces):
             uses_none |= _mentions(p, NONE)
-            out.same(Ref(m), p)  # unioned by Session.seed
+            out.same(Ref(m), _bind_splits(p, bind, splits))  # unioned by Session.seed
         out.counts[rule] += 1
     if uses_none:  # the facts lowering gives every NoneT it emits (norm costs read them)
         facts = Program()
@@ -371,6 +372,22 @@ def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
         facts.set_dtype(NONE, "scalar")
         out.commands[:0] = facts.commands
     return out
+
+
+def _bind_splits(x, bind, bound: dict) -> object:
+    """``x`` with each ``Split`` bound once by ``bind``: the n pieces of a fused form share one split
+    of n sizes, which spelled out in every ``same`` pair is n² text for egglog to parse and evaluate
+    (4 s at 512 pieces)."""
+    if isinstance(x, Term):
+        t = Term(x.ctor, tuple(_bind_splits(a, bind, bound) for a in x.args))
+        if t.ctor == "Split":
+            if t not in bound:
+                bound[t] = bind(t)
+            return bound[t]
+        return t
+    if isinstance(x, TList):
+        return TList(tuple(_bind_splits(a, bind, bound) for a in x.items))
+    return x
 
 
 def _mentions(x, term: Term) -> bool:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from eqsat.cost import CostModel, ProgramCost
+from eqsat.deadline import Deadline, OutOfTime
 from eqsat.egraph import Budget, Session
 from eqsat.extract import Extraction, extract
 from eqsat.original import InputProgram, input_program
@@ -40,6 +42,13 @@ log = logging.getLogger("eqsat")
 # lowered again before the next, so no rewrite can enable one of an earlier family.
 GREEDY_ORDER = ("split_cat", "batch", "algebra")
 
+# Extraction and raising (serialize, parse, find and price the input, bottom-up, price the candidates,
+# raise) take about this many times the input's pricing in ``build``, per e-node; saturation stops
+# that early. The reserve is capped at a share of the budget: the first pricing in a process also
+# pays a one-off warm-up that would otherwise starve small graphs of saturation time.
+EXTRACT_RESERVE = 6.0
+MAX_RESERVE_SHARE = 0.4
+
 
 @contextmanager
 def _phase(report: Report, name: str):
@@ -57,7 +66,18 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
     which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``)."""
     opts = options if isinstance(options, Options) else Options.of(options)
+    deadline = Deadline(opts.seconds)  # one budget for every phase and every round
     report = Report(graph_nodes=len(gm.graph.nodes))
+    try:
+        return _optimize(gm, example_inputs, opts, report, deadline, user_outputs)
+    finally:
+        report.peak_rss_mb = _peak_rss_mb()
+        if deadline.hit:
+            report.stop_reason = f"time budget ({deadline.hit})"
+
+
+def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
+              user_outputs: int | None) -> tuple[torch.fx.GraphModule, Report]:
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
     rules = select(opts.families, opts.disabled, opts.extra_rules)
@@ -65,6 +85,9 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     with _phase(report, "lower"):
         gm = functionalize_intermediates(gm, example_inputs)
         low = lower(gm, example_inputs)
+    if deadline.out_of_time("lower"):
+        report.notes.append("kept the input program: the time budget ran out while lowering")
+        return original, report
     present = {r.family for r in rules}
     families = [None] if opts.mode == "saturate" else (
         [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
@@ -72,8 +95,12 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     current_gm, current_low = gm, low
     for fam in families:
         fam_rules = rules if fam is None else [r for r in rules if r.family == fam]
-        result = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs,
-                            aliasing, user_outputs)
+        try:
+            result = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs,
+                                aliasing, user_outputs, deadline)
+        except OutOfTime as e:  # nothing of this round is usable; earlier rounds' results stay
+            report.notes.append(f"kept this round's input program: {e}")
+            break
         current_gm = result.gm
         report.changed |= result.changed
         if fam is not None and families[-1] != fam and result.changed:
@@ -93,6 +120,12 @@ class Built:
 
     session: Session
     before: ProgramCost
+    extract_per_node: float = 0.0  # seconds extraction and raising are expected to take per e-node
+    max_reserve: float = 0.0       # ... at most (a share of the budget)
+
+    def reserve(self, size: int) -> float:
+        """Seconds to keep for extraction and raising from an e-graph of ``size`` rows."""
+        return min(self.extract_per_node * size, self.max_reserve)
     inserted: dict[str, str] = field(default_factory=dict)  # let of a fused form → its batch rule
     offered: Counter = field(default_factory=Counter)        # batch rule → groups inserted
 
@@ -113,18 +146,20 @@ class Round:
 
 
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
-               example_inputs, aliasing: list, user_outputs: int | None) -> Round:
+               example_inputs, aliasing: list, user_outputs: int | None, deadline: Deadline) -> Round:
     cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
     with _phase(report, "build"):
-        built = build(low, rules, opts, cost)
+        built = build(low, rules, opts, cost, deadline)
     _add_counts(report.rules_fired, built.offered)  # groups offered; the extractor decides which stay
     with _phase(report, "saturate"):
-        sat = built.session.saturate(opts.budget)
+        sat = built.session.saturate(opts.budget, deadline=deadline,
+                                     reserve=built.reserve)
     report.egraph_sizes.extend(sat.sizes)
     report.stop_reason = sat.stop_reason
     _add_counts(report.rules_fired, sat.fired)
     with _phase(report, "extract"):
-        ex = extract_program(built, low, cost, opts)
+        ex = extract_program(built, low, cost, opts, deadline)
+    used_before = dict(report.rules_used)  # a round that keeps its input credits no rule
     _record(report, built, ex, rules)
     before, improved = built.before, ex.extraction.improved
     if not improved and not opts.always_raise:
@@ -136,43 +171,58 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
         except Unsupported as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels
+            report.rules_used = used_before
             return Round(gm, False)
         if repair.copies or repair.views:
             refresh_fake_values(new_gm, example_inputs, low.dialect)
-    if repair.copies:  # priced: a copy kernel each, reading and writing the output once
+    if repair.copies:  # priced as written: a copy may fuse with its producer, as Inductor fuses it
         report.alias_copies += repair.copies
-        report.cost_after += cost.copy_cost(repair.copies, repair.copied_bytes)
-        report.kernels_after += repair.copies
-        if improved and report.cost_after >= before.cost * (1 - 1e-9):
+        with _phase(report, "price"):
+            after = build(lower(new_gm, example_inputs), [], opts, cost).before
+        report.cost_after, report.kernels_after = after.cost, after.kernels
+        if improved and after.cost >= before.cost * (1 - 1e-9):
             report.notes.append(f"kept the input program: {repair.copies} output copies needed to alias "
                                 "like eager cost more than the rewrite saves")
-            report.cost_after, report.kernels_after = before.cost, before.kernels
-            report.rules_used.clear()
+            report.rules_used = used_before
             if not opts.always_raise:
+                report.cost_after, report.kernels_after = before.cost, before.kernels
                 return Round(gm, False)
             improved = False
     return Round(new_gm, improved)
 
 
-def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel) -> Built:
+def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
+          deadline: Deadline | None = None) -> Built:
     """A session with the rules and the input program, priced as written (before any rule ran:
-    one e-node per class), plus the horizontal fusion candidates when the batch family runs."""
+    one e-node per class), plus the horizontal fusion candidates when the batch family runs.
+    Raises ``OutOfTime`` when ``deadline`` runs out first (a half-built input is unusable)."""
+    deadline = deadline or Deadline(opts.seconds)
     session = Session(rules, shape_rules())
-    session.load(low.program)
+    session.load(low.program, deadline)
+    t0 = time.perf_counter()
     before = input_program(parse(session.serialize()), low.originals, low.roots, cost).cost
-    built = Built(session, before)
+    per_node = EXTRACT_RESERVE * (time.perf_counter() - t0) / max(session.size(), 1)
+    built = Built(session, before, per_node, MAX_RESERVE_SHARE * opts.seconds)
+    deadline.check("build")
     if opts.horizontal and _has_family(rules, "batch"):
         unions = horizontal_unions(low, opts.disabled)
-        session.load(unions)
+        session.load(unions, deadline)
         built.inserted, built.offered = unions.inserted, unions.counts
     return built
 
 
-def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options) -> Extracted:
-    """The cheapest program in the saturated e-graph; the input program when nothing is cheaper."""
+def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
+                    deadline: Deadline | None = None) -> Extracted:
+    """The cheapest program in the saturated e-graph; the input program when nothing is cheaper.
+    The ILP gets ``ilp_seconds`` or what the deadline leaves after pricing, whichever is less."""
     view = parse(built.session.serialize())
     found = input_program(view, low.originals, low.roots)
-    ex = extract(view, found.roots, cost, opts.ilp_seconds, original=found.choice, before=built.before)
+    ilp_seconds = opts.ilp_seconds
+    if deadline is not None:
+        ilp_seconds = min(ilp_seconds, deadline.left() - built.reserve(built.session.size()))
+        if ilp_seconds <= 0:
+            deadline.out_of_time("extract")
+    ex = extract(view, found.roots, cost, ilp_seconds, original=found.choice, before=built.before)
     return Extracted(view, found, ex)
 
 
@@ -204,6 +254,12 @@ def _add_counts(into: dict, more: Mapping) -> None:
     total = Counter(into)
     total.update(more)
     into.update(total)
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if peak > 2**32 else peak / 1024
 
 
 def _has_family(rules: list[Rule], family: str) -> bool:

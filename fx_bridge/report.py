@@ -12,7 +12,10 @@ class Report:
     rules_fired: dict[str, int] = field(default_factory=dict)
     rules_used: dict[str, int] = field(default_factory=dict)  # fired rules the chosen program relies on
     egraph_sizes: list[int] = field(default_factory=list)   # after build, then per iteration
-    stop_reason: str = ""
+    stop_reason: str = ""                    # why saturation stopped; "time budget (<phase>)" when
+                                             # seconds= ran out (the phase: lower, build, analysis,
+                                             # saturate or extract)
+    peak_rss_mb: float = 0.0                 # peak resident memory of the process after optimizing
     phase_seconds: dict[str, float] = field(default_factory=dict)
     extractor: str = ""                      # "input" (nothing cheaper), "bottom_up" or "ilp"
     ilp_status: str = ""

@@ -76,6 +76,7 @@ def test_pre_grad_rewrites_in_place_on_an_intermediate_out_of_place():
     backend = eqsat_backend(inner="eager")
     _check(intermediate_inplace, backend)
     assert backend.reports and not any(r.fallback for r in backend.reports), [r.skipped for r in backend.reports]
+    assert backend.reports[0].changed and backend.reports[0].rules_used, backend.reports[0].summary()
 
 
 @pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)

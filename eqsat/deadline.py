@@ -1,0 +1,42 @@
+"""One wall-clock budget shared by every phase of an optimization (lower, build, analysis,
+saturation, extraction, raising), so that ``seconds=`` bounds the whole run and not one phase.
+
+A phase asks :meth:`Deadline.left` before each step it can stop after; when a step would run past
+the budget the phase stops, records itself in :attr:`Deadline.hit`, and the pipeline extracts the
+best program found so far (anytime optimization).
+"""
+from __future__ import annotations
+
+import time
+
+
+class Deadline:
+    """``seconds`` from construction; remembers the first phase that ran out of time."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.start = time.perf_counter()
+        self.hit = ""  # the first phase stopped by the budget ("" while none was)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def out_of_time(self, phase: str, reserve: float = 0.0) -> bool:
+        """True (and remembered) when less than ``reserve`` seconds are left for ``phase`` to go on."""
+        if self.left() > reserve:
+            return False
+        self.hit = self.hit or phase
+        return True
+
+    def check(self, phase: str, reserve: float = 0.0) -> None:
+        """Raise :class:`OutOfTime` when ``phase`` cannot go on (a phase with no partial result)."""
+        if self.out_of_time(phase, reserve):
+            raise OutOfTime(f"time budget of {self.seconds:g} s ran out in {phase} "
+                            f"after {self.elapsed():.2f} s")
+
+
+class OutOfTime(RuntimeError):
+    """The budget ran out in a phase whose partial work is unusable (lowering, building the input)."""

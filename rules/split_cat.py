@@ -127,11 +127,15 @@ CAT_NARROW_RUN = Rule(
 # than the split's) or a piece unsqueezed at the cat dim (a stack spelled as a cat, below).
 def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
     here, nxt, prev = cell("i"), cell("(+ i 1)"), cell("(- i 1)")
-    at = f"(CatCell l c) (= l (TCons {here} r)) (= S (Split x s d)) {guard}"
+    # <Rel>Cell(l, S, i, r, c): the cell l of a cat on c holds piece i of S. Joined from the TCons
+    # table directly, every rule below would scan all cons cells each iteration (see CatGet).
+    at = f"({rel}Cell l S i r c) (= S (Split x s d))"
     same_size = "(= (shape (Get S (+ i 1))) (shape (Get S i)))"
     return (
         f"(relation {rel} (TList TTuple i64 i64 TList))",
         f"(relation {rel}Start (TList i64))",
+        f"(relation {rel}Cell (TList TTuple i64 TList i64))",
+        f"(rule ((CatCell l c) (= l (TCons {here} r)) (= S (Split x s d)) {guard}) (({rel}Cell l S i r c)) {_A})",
         # the neighbours' cells exist, so "this cell is not the next piece's" is decidable
         f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",
         f"(rule ({at} (> i 0)) ({prev}) {_A})",

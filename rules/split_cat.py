@@ -158,10 +158,12 @@ def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
 # pieces in order (stack_split_all and unbind_stack cover those) is also the cat of its elements
 # unsqueezed at the stack dim (built on demand: UnsqList(l, e, o), o is l with every element unsqueezed).
 # StackRun: two consecutive pieces from here on; StackEdge: a run boundary from here on.
-def _stack_cells(piece) -> tuple[str, ...]:
+def _stack_cells(rel: str, piece) -> tuple[str, ...]:
     here, nxt, prev = piece("i"), piece("(+ i 1)"), piece("(- i 1)")
-    at = f"(StackCell l e) (= l (TCons {here} r)) (= S (Split x s d))"
+    at = f"({rel} l S i r e) (= S (Split x s d))"  # a cell relation, not a TCons scan (see CatGet)
     return (
+        f"(relation {rel} (TList TTuple i64 TList i64))",
+        f"(rule ((StackCell l e) (= l (TCons {here} r)) (= S (Split x s d))) (({rel} l S i r e)) {_A})",
         f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",  # the neighbours' cells exist
         f"(rule ({at} (> i 0)) ({prev}) {_A})",
         f"(rule ({at} (= r (TCons {nxt} u))) ((StackRun l e)) {_A})",
@@ -183,8 +185,8 @@ STACK_AS_CAT = (
     "(relation UnsqList (TList i64 TList))",
     f"(rule ((= t (Stack l e))) ((StackCell l e)) {_A})",
     f"(rule ((StackCell l e) (= l (TCons h r))) ((StackCell r e)) {_A})",
-    *_stack_cells(lambda i: f"(Get S {i})"),
-    *_stack_cells(lambda i: f"(Squeeze (Get S {i}) d)"),
+    *_stack_cells("StackGet", lambda i: f"(Get S {i})"),
+    *_stack_cells("StackUnbound", lambda i: f"(Squeeze (Get S {i}) d)"),
     f"(rule ((StackCell l e) (= l (TCons h r)) (StackRun r e)) ((StackRun l e)) {_A})",
     f"(rule ((StackCell l e) (= l (TCons h r)) (StackEdge r e)) ((StackEdge l e)) {_A})",
     f"(rule ((= t (Stack l e)) (StackRun l e) (StackEdge l e)) ((UnsqDemand l e)) {_A})",

@@ -2,6 +2,7 @@
 size its guards admit, not just the hint. Each compiled function is called at three batch sizes;
 one compile (``dynamic=True``, ``mark_dynamic``) or one recompile (automatic dynamic) must serve them
 all, and the report must show the rewrite really happened (a fallback would also match eager)."""
+import contextlib
 import copy
 
 import pytest
@@ -247,21 +248,24 @@ def test_unbacked_sizes_stay_opaque_and_the_rest_is_optimized():
     assert_optimized(backend.reports[0], "cat_single"), backend.reports[0].notes
 
 
+@contextlib.contextmanager
 def _inductor_with_post_grad_pass():
-    """Inductor alone pre-grad, our pass post-grad: the symbolic Aten graphs it rewrites are the ones
-    Inductor compiles (forward and backward)."""
+    """Inductor alone pre-grad, our pass post-grad (caches off: a cached graph would not run it): the
+    symbolic Aten graphs it rewrites are the ones Inductor compiles (forward and backward)."""
+    from fx_bridge import inductor_metrics
     from fx_bridge.pipeline import Options
     from fx_bridge.post_grad import EqsatPostGradPass
 
     p = EqsatPostGradPass(Options())
-    return torch._inductor.config.patch(post_grad_custom_pre_pass=p), p
+    with inductor_metrics.inductor_config_patch("inductor"), \
+            torch._inductor.config.patch(post_grad_custom_pre_pass=p):
+        yield p
 
 
 def test_inductor_compiles_the_post_grad_rewrite_of_a_symbolic_graph():
     torch_compat.reset_dynamo()
     model, width, _ = _model("feature_tower")
-    patch, p = _inductor_with_post_grad_pass()
-    with patch, torch.no_grad():
+    with _inductor_with_post_grad_pass() as p, torch.no_grad():
         compiled = torch.compile(model, backend="inductor", dynamic=True)
         for x in _inputs("dynamic_true", width):
             torch.testing.assert_close(compiled(x), model(x))
@@ -272,8 +276,7 @@ def test_inductor_compiles_the_post_grad_rewrite_of_a_symbolic_graph():
 @pytest.mark.slow
 def test_inductor_training_step_with_the_post_grad_pass_under_dynamic_shapes():
     torch_compat.reset_dynamo()
-    patch, p = _inductor_with_post_grad_pass()
-    with patch:
+    with _inductor_with_post_grad_pass() as p:
         for batch in SIZES:
             model, width, _ = _model("feature_tower")
             compare_training(model.train(), (torch.randn(batch, width),), "inductor", dynamic=True)

@@ -26,7 +26,7 @@ def _small(a, b, batch: int) -> list:
 
 
 def _r(name, lhs, rhs, when):
-    return rewrite(name, lhs, rhs, when, family="algebra")
+    return rewrite(name, lhs, rhs, when, family="decompose")
 
 
 DECOMPOSE_DSL = [

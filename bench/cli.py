@@ -15,7 +15,7 @@ from bench.report import LATENCY_KEYS
 from bench.models import REGISTRY
 from bench.modes import MODES
 from bench.run_tag import device_name, run_tag
-from bench.runner import PHASES, eager_reference, run_mode, warm_up
+from bench.runner import PHASES, eager_reference, mode_label, run_mode, warm_up
 
 DEMO_MODELS = ("split_cat_64", "recsys_tower", "split_stack_unbind")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     run.add_argument("--size", type=_size, default="small", help="tiny|small|medium|large or an int")
     run.add_argument("--dtype", choices=list(DTYPES), default="float32")
+    run.add_argument("--dynamic", action="store_true",
+                     help="also run every compiled mode with the batch dim marked dynamic (rows 'MODE+dyn')")
     run.add_argument("--train", action=argparse.BooleanOptionalAction, default=True,
                      help="also measure a training step (forward + sum-loss backward)")
     run.add_argument("--out", default="bench/out/{tag}",
@@ -85,13 +87,14 @@ def run(args: argparse.Namespace) -> Path:
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
             "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads()}
     settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds}
+    variants = [(m, d) for m in args.modes for d in ((False, True) if args.dynamic and m != "eager" else (False,))]
     rows: list[dict] = []
     warm_up(args.modes, args.device)
-    bar = _progress(len(args.models) * len(phases) * len(args.modes))
+    bar = _progress(len(args.models) * len(phases) * len(variants))
     with open(out_dir / "results.jsonl", "w") as results:
         for model in args.models:
             for phase in phases:
-                for row, outcome in _run_model_phase(model, phase, args.modes, settings, bar):
+                for row, outcome in _run_model_phase(model, phase, variants, settings, bar):
                     if bar is not None:
                         bar.update(1)
                     row = {"model": model, **row, **meta}
@@ -123,18 +126,19 @@ def rerender(out_dir: Path, latency_stat: str) -> Path:
     return out_dir
 
 
-def _run_model_phase(model: str, phase: str, modes: list[str], settings: dict, bar):
+def _run_model_phase(model: str, phase: str, variants: list[tuple[str, bool]], settings: dict, bar):
+    """Rows of one model and phase: each mode, static, then (``--dynamic``) with a symbolic batch."""
     builder = REGISTRY[model]
     try:
         reference = eager_reference(builder, phase, settings)
     except ModuleNotFoundError as err:  # e.g. transformers missing: skip the model, keep the run going
-        for mode in modes:
-            _announce(bar, model, mode, phase)
-            yield {"mode": mode, "phase": phase, "status": "skipped", "reason": str(err)}, None
+        for mode, dynamic in variants:
+            _announce(bar, model, mode_label(mode, dynamic), phase)
+            yield {"mode": mode_label(mode, dynamic), "phase": phase, "status": "skipped", "reason": str(err)}, None
         return
-    for mode in modes:
-        _announce(bar, model, mode, phase)
-        yield run_mode(builder, mode, phase, reference, settings)
+    for mode, dynamic in variants:
+        _announce(bar, model, mode_label(mode, dynamic), phase)
+        yield run_mode(builder, mode, phase, reference, {**settings, "dynamic": dynamic})
 
 
 def _announce(bar, model: str, mode: str, phase: str) -> None:

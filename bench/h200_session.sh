@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
-#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale | layout | soak | mend |
-#                                          parity | dump)
+#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | dynamic | train | ddp | scale | layout | soak |
+#                                          mend | parity | dump)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -25,6 +25,14 @@ for job in "$@"; do
              --out "$out/bench" > /tmp/job.txt 2>&1
            python3 -m bench report "$out/bench" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
            cat "$out/bench/report.md" >> /tmp/job.txt ;;
+    # issue #13: static and symbolic-batch rows side by side (MODE+dyn), inference and training, then
+    # optimizer time symbolic vs static on the same graphs
+    dynamic) timeout "${T_DYN:-420}" python3 -m bench run --device cuda --size small \
+               --models "${DYN_MODELS:-dhen,interformer,recsys_tower,split_cat_64}" \
+               --modes "${DYN_MODES:-eager,inductor,eqsat}" --train --dynamic --out "$out/dynamic" > /tmp/job.txt 2>&1
+             python3 -m bench report "$out/dynamic" >> /tmp/job.txt 2>&1
+             cat "$out/dynamic/report.md" >> /tmp/job.txt
+             timeout "${T_DYNOPT:-150}" python3 -m bench.dynamic_overhead --device cuda --repeat 5 >> /tmp/job.txt 2>&1 ;;
     train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \

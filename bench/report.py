@@ -33,10 +33,12 @@ LATENCY_KEYS = {"median": "latency_ms", "min": "latency_min_ms"}
 
 
 def _ratios(row: dict, by_mode: dict[str, dict], latency: str) -> dict[str, float | None]:
-    """Kernel ratio (mode/baseline, lower is better) and speedup (baseline/mode, higher is better)."""
+    """Kernel ratio (mode/baseline, lower is better) and speedup (baseline/mode, higher is better).
+    A dynamic-shapes row (``MODE+dyn``) is compared with the baseline compiled dynamically too."""
     ratios = {}
+    suffix = "+dyn" if row.get("shapes") == "dynamic" else ""
     for base in BASELINES:
-        ref = by_mode.get(base, {})
+        ref = by_mode.get(base + suffix, {})
         ratios[f"kernels_vs_{base}"] = _ratio(row.get("kernels_total"), ref.get("kernels_total"))
         ratios[f"speedup_vs_{base}"] = _ratio(ref.get(latency), row.get(latency))
     return ratios
@@ -110,7 +112,8 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         "'Inductor counter' is generated_kernel_count + extern calls; on CPU it counts every loop nest inside a "
         f"fused C++ function. ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step and "
         "speedup is baseline latency/mode latency (higher is better). Compile times are cold (Dynamo reset, "
-        "caches off) and include the first step.",
+        "caches off) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile with the batch dim "
+        "marked dynamic and are compared with the baselines compiled the same way.",
     ]
     for phase in dict.fromkeys(row["phase"] for row in rows):
         lines += ["", f"## {'Inference' if phase == 'infer' else 'Training step'} ({phase})", ""]

@@ -18,9 +18,22 @@ from torch.utils._pytree import tree_leaves
 
 from bench import measure
 from bench.modes import Compiled, compile_model
-from fx_bridge import inductor_metrics
+from fx_bridge import inductor_metrics, torch_compat
 
 PHASES = ("infer", "train")
+DYNAMIC_SUFFIX = "+dyn"  # rows of a mode compiled with the batch dim marked dynamic
+
+
+def mode_label(mode: str, dynamic: bool) -> str:
+    return mode + DYNAMIC_SUFFIX if dynamic else mode
+
+
+def mark_batch_dynamic(inputs: tuple) -> None:
+    """Dim 0 of every tensor input symbolic from the first compile (``maybe_mark_dynamic``: a model
+    that fixes its batch size gets a static graph instead of an error)."""
+    for t in inputs:
+        if isinstance(t, torch.Tensor) and t.dim() > 0:
+            torch_compat.maybe_mark_dynamic(t, 0)
 
 
 @dataclass
@@ -106,9 +119,14 @@ def _summarize_reports(reports: list[dict]) -> dict:
 
 
 def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, settings: dict) -> tuple[dict, Outcome | None]:
-    """Compile, measure and check one (model, mode, phase); never raises for a failing mode."""
-    row: dict = {"mode": mode, "phase": phase, "status": "ok"}
+    """Compile, measure and check one (model, mode, phase); never raises for a failing mode.
+    ``settings["dynamic"]``: the batch dim is marked dynamic (the row's mode is ``MODE+dyn``)."""
+    dynamic = bool(settings.get("dynamic"))
+    row: dict = {"mode": mode_label(mode, dynamic), "phase": phase, "status": "ok", "shapes": (
+        "dynamic" if dynamic else "static")}
     model, inputs = _build(builder, phase, settings)
+    if dynamic:
+        mark_batch_dynamic(inputs)
     row["params"] = sum(p.numel() for p in model.parameters())
     inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()

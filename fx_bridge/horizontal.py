@@ -19,7 +19,6 @@ are covered by the same code.
 """
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Hashable, Iterator, Sequence
@@ -27,6 +26,7 @@ from typing import Callable, Hashable, Iterator, Sequence
 import networkx as nx
 
 from eqsat.ops import op_name_of_key
+from eqsat.sizes import product
 from eqsat.terms import IVec, Program, Ref, Term, TList
 from rules.batch import BATCH_RULES, FAMILY
 
@@ -63,6 +63,10 @@ class _Ctx:
     def is_none(self, r: Ref) -> bool:
         t = self.term(r)
         return t is not None and t.ctor == "NoneT"
+
+    def rows(self, shape: Sequence[int]) -> int | None:
+        """The product of leading dims (a flatten's size); None when two of them are symbolic."""
+        return product(shape, self.low.sizes.table if self.low.sizes else None)
 
     def sig(self, r: Ref) -> tuple | None:
         """What must be equal for two operands to be stacked; None when unknown."""
@@ -121,7 +125,7 @@ def _build_batch_linear(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
     xs, ws, bs = zip(*(t.args for t in ts))
     n, xshape = len(ts), ctx.shape(xs[0])
     k, out = xshape[-1], ctx.shape(ws[0])[0]
-    x = _stack(xs) if len(xshape) == 2 else _view(_stack(xs), (n, math.prod(xshape[:-1]), k))
+    x = _stack(xs) if len(xshape) == 2 else _view(_stack(xs), (n, ctx.rows(xshape[:-1]), k))
     w = Term("Permute", (_stack(ws), IVec((0, 2, 1))))
     y = Term("Bmm", (x, w)) if ctx.is_none(bs[0]) else Term("Baddbmm", (Term("Unsqueeze", (_stack(bs), 1)), x, w))
     pieces = _unbind(bind(y), n)
@@ -209,7 +213,7 @@ def _match_linear(ctx: _Ctx, t: Term) -> Iterator[Match]:
     bias = None if ctx.is_none(b) else ctx.sig(b)
     if xs is None or ws is None or len(ws[0]) != 2 or (bias is None) != ctx.is_none(b):
         return
-    if len(xs[0]) >= 2:
+    if len(xs[0]) >= 2 and ctx.rows(xs[0][:-1]) is not None:
         yield "batch_linear", (xs, ws, bias), _build_batch_linear
     yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
 

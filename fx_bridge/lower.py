@@ -3,8 +3,10 @@
 Every spelling of an op lowers to one canonical term (negative dims normalised, split sizes and view
 shapes resolved from the recorded fake values), so rules match syntactically. What we do not know
 becomes ``Opaque`` and round-trips exactly. Graphs we cannot prove safe to rewrite (mutation,
-symbolic shapes, non-tensor values we cannot fold) raise :class:`Unsupported`, and the caller keeps the
-original graph.
+non-tensor values we cannot fold, sizes the symbolic encoding cannot hold) raise :class:`Unsupported`,
+and the caller keeps the original graph. Symbolic sizes are encoded by ``fx_bridge.symbolic`` (every size below is an
+engine integer: a literal, or an encoded linear form over the graph's symbols); a node whose size
+depends on data (an unbacked symbol) is lowered as opaque, and so is every op that would need it.
 """
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ import torch
 from torch.fx.node import map_aggregate
 
 from eqsat import ops
+from eqsat.sizes import SizeOverflow
 from eqsat.terms import IVec, KeyTable, Program, Ref, Term, TList, render
 
 from . import torch_compat
+from .symbolic import SymbolicSizes, SymScalar, UnbackedSize, fake_inputs
 from .targets import INPLACE_OPERATORS, canonical_name, target_label
 
 PW_DEFAULTS = {"alpha": 1, "rounding_mode": None, "inplace": False, "approximate": "none", "min": None,
@@ -58,7 +62,7 @@ class OpaqueSpec:
     target: Any
     args: tuple
     kwargs: dict
-    out: str  # "tensor" | "tuple" | "none"
+    out: str  # "tensor" | "tuple" | "none" | "scalar" (a data-dependent SymInt/SymBool/SymFloat)
     label: str
 
 
@@ -83,6 +87,7 @@ class Lowered:
     params: set[str] = field(default_factory=set)
     values: dict[torch.fx.Node, Any] = field(default_factory=dict)  # FX node → Ref/TupleVal/const
     dialect: str = "torch"                                   # "torch" (Dynamo) | "aten" (post-grad)
+    sizes: SymbolicSizes = field(default_factory=SymbolicSizes)  # encoding of symbolic sizes
 
     @property
     def num_terms(self) -> int:
@@ -123,7 +128,7 @@ class _Lowerer:
         self.out.program.let(ref.let, term)
         self.out.originals[ref.let] = term
         if shape is not None:
-            self.set_facts(ref, tuple(int(s) for s in shape), dtype)
+            self.set_facts(ref, tuple(shape), dtype)
         return ref
 
     def set_facts(self, ref: Ref, shape: tuple, dtype: str | None) -> None:
@@ -141,7 +146,21 @@ class _Lowerer:
         except KeyError:
             raise Unsupported(f"no static shape for {ref.let}") from None
 
+    def size(self, s: Any) -> int:
+        """The engine integer of a size: an int, a SymInt or a lowered ``SymScalar``."""
+        if isinstance(s, SymScalar):
+            return s.size
+        try:
+            return self.out.sizes.size(s)
+        except SizeOverflow as e:
+            raise Unsupported(f"symbolic size: {e}") from None
+
+    def sizes_of(self, shape: Sequence[Any]) -> tuple[int, ...]:
+        return tuple(self.size(s) for s in shape)
+
     def scalar(self, v: Any) -> Ref:
+        if isinstance(v, SymScalar):
+            return self.emit(Term("Scalar", (f"sym:{v.size}",)), (), "scalar")
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             if not isinstance(v, bool):
                 raise Unsupported(f"operand {v!r} is neither a tensor nor a number")
@@ -160,7 +179,7 @@ class _Lowerer:
     def run(self) -> Lowered:
         nodes = list(self.gm.graph.nodes)
         if any(n.op != "output" and n.users and torch_compat.node_value(n) is None for n in nodes):
-            torch_compat.propagate_fake(self.gm, self.example_inputs)
+            torch_compat.propagate_fake(self.gm, fake_inputs(self.gm, self.example_inputs))
         self.check_supported(nodes)
         self.pinned = layout_pinned(nodes)
         if any(n.op == "call_function" and torch_compat.is_aten(n.target) for n in nodes):
@@ -183,39 +202,55 @@ class _Lowerer:
 
     def source(self, n: torch.fx.Node, ctor: str, is_param: bool) -> Any:
         val = torch_compat.node_value(n)
+        if isinstance(val, torch.SymInt):
+            return self.sym_scalar(n, val)
         if not isinstance(val, torch.Tensor):
             if val is None or isinstance(val, (int, float, bool)):
                 return val
             raise Unsupported(f"input {n.name} is a {type(val).__name__}")
-        ref = self.emit(Term(ctor, (n.target if ctor == "Param" else n.name,)),
-                        tuple(val.shape), dtype_name(val.dtype))
+        try:
+            shape = self.sizes_of(val.shape)
+        except UnbackedSize:
+            raise Unsupported(f"input {n.name} has a data-dependent size") from None
+        ref = self.emit(Term(ctor, (n.target if ctor == "Param" else n.name,)), shape, dtype_name(val.dtype))
         if is_param:
             self.out.params.add(ref.let)
             self.out.program.mark_param(ref)
         self.out.node_of_let.setdefault(ref.let, n)
         return ref
 
+    def sym_scalar(self, n: torch.fx.Node, val: Any) -> SymScalar:
+        try:
+            return SymScalar(self.size(val))
+        except UnbackedSize:
+            raise Unsupported(f"data-dependent scalar at {n.name}") from None
+
     def bind_node(self, n: torch.fx.Node) -> None:
-        """Attach the node's recorded shape to its term and remember which node it was."""
+        """Attach the node's recorded shape to its term and remember which node it was. A shape the
+        handler derived (a symbolic slice bound, say) must be the recorded one."""
         v = self.values[n]
         val = torch_compat.node_value(n)
-        if isinstance(v, Ref) and isinstance(val, torch.Tensor):
-            self.set_facts(v, tuple(val.shape), dtype_name(val.dtype))
+        if isinstance(v, Ref) and isinstance(val, torch.Tensor) and not _unbacked(val):
+            shape = self.sizes_of(val.shape)
+            if self.out.shapes.get(v.let, shape) != shape:
+                raise Unsupported(f"{n.name}: lowered shape {self.out.shapes[v.let]} is not the recorded {shape}")
+            self.set_facts(v, shape, dtype_name(val.dtype))
             self.out.node_of_let.setdefault(v.let, n)
 
     def check_supported(self, nodes: list[torch.fx.Node]) -> None:
+        symbolic = False
         for n in nodes:
             val = torch_compat.node_value(n)
             leaves: list = []
             map_aggregate(val, leaves.append)
             for leaf in leaves:
-                if torch_compat.is_symbolic(leaf) or (
-                        isinstance(leaf, torch.Tensor) and any(torch_compat.is_symbolic(s) for s in leaf.shape)):
-                    raise Unsupported(f"symbolic shape at {n.name}")
+                symbolic = symbolic or torch_compat.is_symbolic(leaf) or (
+                    isinstance(leaf, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in leaf.shape))
             if n.op in ("call_function", "call_method") and self.is_mutation(n):
                 if not self.confined_input_write(n):
                     raise Unsupported(f"mutation at {n.name} ({target_label(n)})")
                 self.input_writes.add(n)
+        self.out.sizes = SymbolicSizes(symbolic)
 
     @staticmethod
     def confined_input_write(n: torch.fx.Node) -> bool:
@@ -265,8 +300,17 @@ class _Lowerer:
         if isinstance(val, (int, float, bool)) and not isinstance(val, torch.Tensor) and name in (
                 "size", "dim", "numel", "add", "sub", "mul", "floor_divide", "getitem", "div"):
             return val  # static shape arithmetic: folded into its consumers
+        if _backed_int(val) or (isinstance(val, (tuple, list)) and val and all(
+                isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in val)
+                and any(isinstance(v, torch.SymInt) for v in val) and all(map(_backed_int, val))):
+            # symbolic size arithmetic (``x.size(0)``, ``s0 * 2``, ``x.shape``): its value is an
+            # expression over the graph's symbols, rebuilt from the inputs wherever it is needed
+            return map_aggregate(val, lambda v: self.sym_scalar(n, v) if isinstance(v, torch.SymInt) else v)
         args = map_aggregate(n.args, self.value_of)
         kwargs = dict(map_aggregate(dict(n.kwargs), self.value_of))
+        if _unbacked(val) or any(isinstance(r, Ref) and r.let not in self.out.shapes
+                                 for r in _leaves((args, kwargs))):
+            return self.opaque(n, args, kwargs)  # a data-dependent size: nothing to rewrite here
         if not args:  # torch.split(tensor=x, ...), torch.unbind(input=x): the tensor goes first
             first = next((k for k in ("input", "tensor", "self") if k in kwargs), None)
             if first is not None:
@@ -317,6 +361,8 @@ class _Lowerer:
             out = "tuple"  # native_layer_norm_backward's None grads, SDPA's int seeds: constants
         elif val is None and not n.users:
             out = "none"
+        elif torch_compat.is_symbolic(val):
+            out = "scalar"  # data-dependent (``.item()``, ``u0 >= 0``): computed as eager does
         else:
             raise Unsupported(f"{n.name} ({target_label(n)}) returns {type(val).__name__}")
         label = target_label(n)
@@ -330,7 +376,7 @@ class _Lowerer:
         self.out.node_of_let.setdefault(tup.let, n)
         if effectful:
             self.out.roots.append(tup.let)
-        if out == "tensor":
+        if out in ("tensor", "scalar"):
             return self.emit(Term("Get", (tup, 0)))
         if out == "tuple":
             k = len(val)
@@ -341,6 +387,28 @@ class _Lowerer:
 
             return TupleVal(piece, k, tup)
         return None
+
+
+def _leaves(x: Any) -> list:
+    out: list = []
+    map_aggregate(x, out.append)
+    return out
+
+
+def _backed_int(v: Any) -> bool:
+    """A SymInt with a hint: an expression over the graph's size symbols, rebuilt where needed."""
+    return isinstance(v, torch.SymInt) and torch_compat.sym_hint(
+        torch_compat.sym_expr(v), torch_compat.shape_env_of(v)) is not None
+
+
+def _unbacked(val: Any) -> bool:
+    """A value that depends on data: a symbolic scalar without a hint (or a SymBool/SymFloat), or a
+    tensor with such a size. Its node is opaque, and so is every op reading it."""
+    for leaf in _leaves(val):
+        sizes = list(leaf.shape) if isinstance(leaf, torch.Tensor) else [leaf]
+        if any(torch_compat.is_symbolic(s) and not _backed_int(s) for s in sizes):
+            return True
+    return False
 
 
 def _static_scalar(v: Any) -> bool:
@@ -361,9 +429,9 @@ def _varargs(args: Sequence, start: int) -> list:
     return rest
 
 
-def _out_meta(n: torch.fx.Node) -> tuple[tuple, str]:
+def _out_meta(lw: "_Lowerer", n: torch.fx.Node) -> tuple[tuple, str]:
     val = torch_compat.node_value(n)
-    return tuple(val.shape), dtype_name(val.dtype)
+    return lw.sizes_of(val.shape), dtype_name(val.dtype)
 
 
 # -- handlers: (lowerer, node, name, args, kwargs) → value; NotImplemented → opaque ----------------
@@ -383,7 +451,7 @@ def _lower_pointwise(lw: _Lowerer, n, name, args, kwargs):
     attrs = dict(zip(params, rest))
     attrs.update({k: v for k, v in kwargs.items() if k not in ("input", "self")})
     attrs = {k: v for k, v in attrs.items() if not (k in PW_DEFAULTS and v == PW_DEFAULTS[k] and type(v) is type(PW_DEFAULTS[k]))}
-    if any(isinstance(v, (Ref, TupleVal, torch.fx.Node)) for v in attrs.values()):
+    if any(isinstance(v, (Ref, TupleVal, torch.fx.Node, SymScalar)) for v in attrs.values()):
         return NotImplemented  # tensor-valued attributes (clamp(min=t)) stay opaque
     if not any(isinstance(a, Ref) for a in args):
         return NotImplemented
@@ -433,7 +501,7 @@ def _view_like(lw, n, name, args, kwargs):
     x = args[0]
     if not isinstance(x, Ref) or any(isinstance(a, torch.dtype) for a in list(args[1:]) + list(kwargs.values())):
         return NotImplemented  # x.view(dtype) reinterprets bits
-    shape, dtype = _out_meta(n)
+    shape, dtype = _out_meta(lw, n)
     if shape == lw.shape(x):
         return x
     return lw.emit(Term("View", (x, IVec(shape))))
@@ -443,7 +511,7 @@ def _expand(lw, n, name, args, kwargs):
     x = args[0]
     if not isinstance(x, Ref):
         return NotImplemented
-    shape, _ = _out_meta(n)
+    shape, _ = _out_meta(lw, n)
     if shape == lw.shape(x):
         return x
     return lw.emit(Term("Expand", (x, IVec(shape))))
@@ -525,9 +593,13 @@ def _narrow(lw, n, name, args, kwargs):
     shape = lw.shape(x)
     d = _norm_dim(_arg(args, kwargs, 1, "dim"), len(shape))
     start, length = _arg(args, kwargs, 2, "start"), _arg(args, kwargs, 3, "length")
-    if not isinstance(start, int):
+    if isinstance(start, int) and start < 0:
+        start = start + shape[d]
+    if not all(isinstance(v, (int, SymScalar)) for v in (start, length)):
         return NotImplemented
-    start = start + shape[d] if start < 0 else start
+    start, length = lw.size(start), lw.size(length)
+    if lw.out.sizes and (lw.out.sizes.table.hint(start) or 0) < 0:
+        return NotImplemented  # a symbolic start counted from the end: opaque
     return _narrow_ref(lw, x, d, start, length)
 
 
@@ -550,6 +622,9 @@ def _index(lw, x: Ref, idx: Any) -> Any:
     idx = idx if isinstance(idx, tuple) else (idx,)
     if any(not (isinstance(i, (int, slice)) or i is None or i is Ellipsis) or isinstance(i, bool) for i in idx):
         return NotImplemented
+    if any(isinstance(i, slice) and not all(isinstance(b, int) or b is None for b in (i.start, i.stop, i.step))
+           for i in idx):
+        return NotImplemented  # symbolic slice bounds: opaque
     rank = len(lw.shape(x))
     used = sum(1 for i in idx if i is not None and i is not Ellipsis)
     if idx.count(Ellipsis) > 1 or used > rank:
@@ -607,7 +682,7 @@ def _split(lw, n, name, args, kwargs):
     default_dim = 0
     dim_pos = {"split": 2, "split_with_sizes": 2, "chunk": 2, "unbind": 1}[name]
     d = _norm_dim(_arg(args, kwargs, dim_pos, "dim", default_dim), len(shape))
-    sizes = tuple(int(t.shape[d]) if name != "unbind" else 1 for t in val)
+    sizes = tuple(lw.size(t.shape[d]) if name != "unbind" else 1 for t in val)
     if sum(sizes) != shape[d]:
         return NotImplemented
     tup = lw.emit(Term("Split", (x, IVec(sizes), d)))
@@ -642,7 +717,7 @@ def _cat(lw, n, name, args, kwargs):
     xs = _tensor_list(lw, _arg(args, kwargs, 0, "tensors"))
     if not xs:
         return NotImplemented
-    shape, _ = _out_meta(n)
+    shape, _ = _out_meta(lw, n)
     rank = len(shape)
     if any(len(lw.shape(x)) != (rank if name == "cat" else rank - 1) for x in xs):
         return NotImplemented  # legacy empty 1-D inputs to cat
@@ -722,7 +797,7 @@ def _layer_norm(lw, n, name, args, kwargs):
     if not isinstance(x, Ref) or not all(isinstance(t, Ref) or t is None for t in (w, b)):
         return NotImplemented
     w, b = (t if t is not None else lw.none() for t in (w, b))
-    return lw.emit(Term("LayerNorm", (x, IVec(tuple(shape)), w, b, repr(float(eps)))))
+    return lw.emit(Term("LayerNorm", (x, IVec(lw.sizes_of(shape)), w, b, repr(float(eps)))))
 
 
 def _matmul_like(ctor: str, arity: int):

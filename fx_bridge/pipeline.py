@@ -23,6 +23,7 @@ from eqsat.original import InputProgram, input_program
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
 from eqsat.serialized import EGraphView, parse
+from eqsat.sizes import SizeOverflow, hint_shapes
 from rules.library import select, shape_rules
 
 from .horizontal import horizontal_unions
@@ -32,6 +33,8 @@ from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
 from .raising import raise_graph, refresh_fake_values
 from .report import Report
+from .symbolic import NotForEverySize, UnbackedSize, check_same_output_sizes
+from .torch_compat import NewGuard
 from .validation import ValidationError, validate  # noqa: F401  (ValidationError: re-exported)
 
 log = logging.getLogger("eqsat")
@@ -165,16 +168,18 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     if not improved and not opts.always_raise:
         return Round(gm, False)
     with _phase(report, "raise"):
-        new_gm = raise_program(low, ex, example_inputs)
         try:
+            new_gm = raise_program(low, ex, example_inputs)
+            if low.sizes:
+                check_same_output_sizes(gm, new_gm)
             repair = match_aliasing(aliasing, new_gm, low.dialect, user_outputs)
-        except Unsupported as e:
+            if repair.copies or repair.views:
+                refresh_fake_values(new_gm, example_inputs, low.dialect)
+        except (Unsupported, SizeOverflow, UnbackedSize, NotForEverySize, NewGuard) as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels
             report.rules_used = used_before
             return Round(gm, False)
-        if repair.copies or repair.views:
-            refresh_fake_values(new_gm, example_inputs, low.dialect)
     if repair.copies:  # priced as written: a copy may fuse with its producer, as Inductor fuses it
         report.alias_copies += repair.copies
         with _phase(report, "price"):
@@ -200,7 +205,7 @@ def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
     session = Session(rules, shape_rules())
     session.load(low.program, deadline)
     t0 = time.perf_counter()
-    before = input_program(parse(session.serialize()), low.originals, low.roots, cost).cost
+    before = input_program(view_of(session, low), low.originals, low.roots, cost).cost
     per_node = EXTRACT_RESERVE * (time.perf_counter() - t0) / max(session.size(), 1)
     built = Built(session, before, per_node, MAX_RESERVE_SHARE * opts.seconds)
     deadline.check("build")
@@ -215,7 +220,7 @@ def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
                     deadline: Deadline | None = None) -> Extracted:
     """The cheapest program in the saturated e-graph; the input program when nothing is cheaper.
     The ILP gets ``ilp_seconds`` or what the deadline leaves after pricing, whichever is less."""
-    view = parse(built.session.serialize())
+    view = view_of(built.session, low)
     found = input_program(view, low.originals, low.roots)
     ilp_seconds = opts.ilp_seconds
     if deadline is not None:
@@ -224,6 +229,15 @@ def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
             deadline.out_of_time("extract")
     ex = extract(view, found.roots, cost, ilp_seconds, original=found.choice, before=built.before)
     return Extracted(view, found, ex)
+
+
+def view_of(session: Session, low: Lowered) -> EGraphView:
+    """The saturated e-graph as extraction reads it; shapes of a symbolic graph at Dynamo's size
+    hints, so its program is chosen as for the static graph of the hint."""
+    view = parse(session.serialize())
+    if low.sizes:
+        view.shape = hint_shapes(view.shape, low.sizes.table)
+    return view
 
 
 def raise_program(low: Lowered, ex: Extracted, example_inputs) -> torch.fx.GraphModule:

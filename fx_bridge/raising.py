@@ -3,7 +3,8 @@
 Each chosen e-class becomes at most one FX node (shared subterms are emitted once). A class whose
 chosen e-node is exactly the term an original FX node lowered to keeps that node: same target and
 spelling, name, stack trace and metadata. New nodes are spelled in plain Torch-IR and get their fake
-values from a propagation pass over the new graph.
+values from a propagation pass over the new graph. In a graph with symbolic sizes every size argument
+is read back from its engine encoding and computed from the new graph's inputs (``fx_bridge.symbolic``).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from eqsat.terms import Ref
 
 from . import aten_spelling, torch_compat
 from .lower import Lowered, OpaqueSpec, Slot, TupleVal
+from .symbolic import SymNodes, SymScalar, fake_inputs, shape_env_of
 from .targets import torch_callable
 
 _OPERATOR_OF = {
@@ -65,6 +67,17 @@ class _Raiser:
         self.placeholders: dict[str, torch.fx.Node] = {}
         self._name: str | None = None
         self.spelling = _SPELLINGS[low.dialect]
+        self.sym: SymNodes | None = None  # set once the placeholders exist
+
+    def size(self, v: Any) -> Any:
+        """A literal argument as raising writes it: an encoded symbolic size becomes a ``Linear``."""
+        if not self.low.sizes:
+            return v
+        if isinstance(v, int) and not isinstance(v, bool):
+            return self.low.sizes.table.linear(v)
+        if isinstance(v, tuple) and all(isinstance(i, int) for i in v):
+            return tuple(self.low.sizes.table.linear(i) for i in v)
+        return v
 
     def _class_of(self, ref: Ref) -> str:
         return self.view.lets[ref.let]
@@ -117,20 +130,24 @@ class _Raiser:
     def _copy(self, orig: torch.fx.Node) -> torch.fx.Node:
         def arg(a):
             v = self.low.values.get(a)
-            return self.env[self._class_of(v)] if isinstance(v, Ref) else v
+            if isinstance(v, Ref):
+                return self.env[self._class_of(v)]
+            return self.sym.args(v) if self.low.sizes else v
 
         return self.graph.node_copy(orig, arg)
 
     def node(self, op: str, target, args: tuple, kwargs: dict | None = None) -> torch.fx.Node:
         """Create a node, taking the pending original name (only the outermost node gets it)."""
         name, self._name = self._name, None
+        if self.low.sizes:
+            args, kwargs = self.sym.args(tuple(args)), self.sym.args(kwargs or {})
         return self.graph.create_node(op, target, tuple(args), kwargs or {}, name=name)
 
     def call(self, target, *args, **kwargs) -> torch.fx.Node:
         return self.node("call_function", target, args, kwargs)
 
     def from_term(self, e: ENode) -> Any:
-        a = [self.env[v] if kind == "class" else v for kind, v in e.args]
+        a = [self.env[v] if kind == "class" else self.size(v) for kind, v in e.args]
         c = e.ctor
         if c in self.spelling:
             return self.spelling[c](self, a)
@@ -139,7 +156,7 @@ class _Raiser:
         if c == "Param":
             return self.node("get_attr", a[0], ())
         if c == "Scalar":
-            return _scalar(a[0])
+            return self.sym.arg(SymScalar(int(a[0][4:]))) if a[0].startswith("sym:") else _scalar(a[0])
         if c == "NoneT":
             return None
         if c == "TNil":
@@ -162,7 +179,7 @@ class _Raiser:
             return self.opaque(self.low.opaque[a[0]], a[1])
         if c == "Get":
             tup = self.view.nodes[self.choice[e.args[0][1]]]
-            if tup.ctor == "Opaque" and self.low.opaque[tup.args[0][1]].out == "tensor":
+            if tup.ctor == "Opaque" and self.low.opaque[tup.args[0][1]].out in ("tensor", "scalar"):
                 return a[0]
             return self.call(operator.getitem, a[0], a[1])
         raise NotImplementedError(f"cannot raise constructor {c}")
@@ -208,6 +225,8 @@ def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[
         v = low.values.get(ph)
         if isinstance(v, Ref):
             r.env.setdefault(view.lets[v.let], new)
+    r.sym = SymNodes(r.graph, low.sizes, list(r.placeholders.values()),
+                     [torch_compat.node_value(ph) for ph in low.placeholders], low.dialect)
     r.emit_all(roots)
     r.output()
     gm = torch.fx.GraphModule(low.gm, r.graph)
@@ -218,9 +237,18 @@ def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[
 def refresh_fake_values(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str) -> None:
     """Propagate fake values through ``gm``: every node's ``val`` comes from this one run (the
     aliasing check compares their storages), and nodes we created also get the key their dialect's
-    compiler reads."""
+    compiler reads. A symbolic graph is traced over its own symbols, and must need no new guard."""
     fresh = [n for n in gm.graph.nodes if "example_value" not in n.meta and n.op != "output"]
-    torch_compat.propagate_fake(gm, example_inputs)
+    inputs = fake_inputs(gm, example_inputs)
+    shape_env = shape_env_of(inputs)
+    try:
+        with torch_compat.no_new_guards(shape_env):  # valid for every admitted size, or refused
+            torch_compat.propagate_fake(gm, inputs)
+    except Exception as e:
+        if shape_env is None:
+            raise
+        raise torch_compat.NewGuard(f"the graph does not trace over symbolic sizes: {type(e).__name__}: "
+                                    f"{str(e).splitlines()[0] if str(e) else ''}") from e
     for n in fresh:
         for key in _VALUE_KEYS[dialect]:
             n.meta[key] = n.meta.get("val")

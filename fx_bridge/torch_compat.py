@@ -21,11 +21,22 @@ def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> N
     """Fill ``meta['val']`` for every node by running the graph on fake copies of the inputs."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    fake_mode = _detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
+    own = next((x.fake_mode for x in example_inputs if is_fake(x)), None)  # a symbolic graph's own fakes
+    fake_mode = own or _detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     with fake_mode:
         fakes = [fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) and not is_fake(x) else x
                  for x in example_inputs]
-    FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
+    # Symbolic sizes need the Python dispatcher, as in Dynamo's own trace (meta kernels of
+    # composite ops such as baddbmm's expand only take SymInts through it).
+    symbolic = own is not None and own.shape_env is not None
+    with _python_dispatcher() if symbolic else contextlib.nullcontext():
+        FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
+
+
+def _python_dispatcher():
+    from torch._dispatch.python import enable_python_dispatcher
+
+    return enable_python_dispatcher()
 
 
 def is_fake(x: Any) -> bool:
@@ -191,3 +202,74 @@ def aot_user_outputs(graph: torch.fx.Graph) -> int | None:
     if meta is None:
         return None
     return meta.num_mutated_inp_runtime_indices + meta.num_outputs + meta.num_intermediate_bases
+
+
+# -- symbolic sizes (SymInt internals: its sympy expression, hint and ShapeEnv) ---------------------
+def sym_expr(s: Any) -> Any:
+    """The sympy expression of a SymInt (an int stays an int)."""
+    return s.node.expr if isinstance(s, torch.SymInt) else s
+
+
+def shape_env_of(s: Any) -> Any:
+    return s.node.shape_env if isinstance(s, torch.SymInt) else None
+
+
+def sym_hint(expr: Any, shape_env: Any) -> int | None:
+    """Dynamo's example value of a size expression; None for unbacked symbols (``.item()``, ``nonzero``)."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    if free_unbacked_symbols(expr):
+        return None
+    exact = getattr(shape_env, "guarding_hint_or_throw", None)  # torch >= 2.13; size_hint before
+    return int(exact(expr) if exact is not None else shape_env.size_hint(expr))
+
+
+def is_floor_div(expr: Any) -> bool:
+    from torch.utils._sympy.functions import FloorDiv
+
+    return isinstance(expr, FloorDiv)
+
+
+def guard_state(shape_env: Any, known: set | None = None) -> tuple:
+    """What a trace can add to a ShapeEnv that narrows the sizes a graph is valid for: guards,
+    replacements (a symbol found equal to an expression) and deferred runtime asserts, on the
+    symbols in ``known`` (a re-trace may mint fresh unbacked symbols and tie them to the old ones)."""
+    if shape_env is None:
+        return ()
+    known = set(shape_env.var_to_range) if known is None else known
+    replacements = frozenset((k, v) for k, v in shape_env.replacements.items() if k in known)
+    asserts = sum(len(v) for k, v in getattr(shape_env, "deferred_runtime_asserts", {}).items()
+                  if k is None or k in known)
+    return len(shape_env.guards), replacements, asserts
+
+
+class NewGuard(Exception):
+    """Tracing a graph needed a guard its ShapeEnv did not hold: the graph is not valid for every
+    size the existing guards admit."""
+
+
+@contextlib.contextmanager
+def no_new_guards(shape_env: Any):
+    """Raise :class:`NewGuard` if the body adds a guard, replacement or runtime assert to ``shape_env``
+    (torch >= 2.13 refuses the guard as it is attempted; older versions are compared after)."""
+    if shape_env is None:
+        yield
+        return
+    known = set(shape_env.var_to_range)
+    before = guard_state(shape_env, known)
+    refuse = getattr(shape_env, "error_on_new_guards", None)
+    try:
+        with refuse() if refuse is not None else contextlib.nullcontext():
+            yield
+    except Exception as e:
+        if type(e).__name__ == "_ShapeEnvGuardError":
+            raise NewGuard(str(e)) from None
+        raise
+    if guard_state(shape_env, known) != before:
+        raise NewGuard("tracing the graph added a guard")
+
+
+def maybe_mark_dynamic(t: torch.Tensor, dim: int) -> None:
+    """Ask Dynamo to compile dim ``dim`` of ``t`` symbolic from the first compile; unlike
+    ``mark_dynamic`` it is no error when the program fixes that size (the graph is then static)."""
+    torch._dynamo.maybe_mark_dynamic(t, dim)

@@ -18,12 +18,13 @@ def _eqsat_backend_missing() -> bool:
     return False
 
 
-def _run_and_check(tmp_path, modes: list[str], device: str = "cpu"):
+def _run_and_check(tmp_path, modes: list[str], device: str = "cpu", dynamic: bool = False):
     out = tmp_path / "run"
     main(["run", "--models", "recsys_tower", "--modes", ",".join(modes), "--size", "tiny", "--device", device,
-          "--min-seconds", "0.05", "--out", str(out), "--save-outputs"])
+          "--min-seconds", "0.05", "--out", str(out), "--save-outputs"] + (["--dynamic"] if dynamic else []))
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert {(r["mode"], r["phase"]) for r in rows} == {(m, p) for m in modes for p in ("infer", "train")}
+    labels = modes + [f"{m}+dyn" for m in modes if dynamic and m != "eager"]
+    assert {(r["mode"], r["phase"]) for r in rows} == {(m, p) for m in labels for p in ("infer", "train")}
     report = (out / "report.md").read_text()
     assert "## Inference" in report and "## Training step" in report and "geomean" in report
     assert (out / "kernels_infer.png").exists() or importlib.util.find_spec("matplotlib") is None
@@ -43,10 +44,24 @@ def _run_and_check(tmp_path, modes: list[str], device: str = "cpu"):
         torch.testing.assert_close(saved["grads"], eager["grads"], rtol=1e-4, atol=1e-5)
         if row["phase"] == "train":
             assert set(saved["grads"]) >= {"input.0", "tower.0.weight"}
+    return rows
 
 
 def test_cli_inductor_and_eqsat_match_eager(tmp_path):
     _run_and_check(tmp_path, ["eager", "inductor", "eqsat"])
+
+
+@pytest.mark.slow
+def test_cli_dynamic_rows_sit_next_to_static_ones(tmp_path):
+    """``--dynamic``: each compiled mode again with a symbolic batch dim, matching eager, optimized by
+    eqsat (no graph skipped), and reported next to its static row."""
+    rows = _run_and_check(tmp_path, ["eager", "inductor", "eqsat"], dynamic=True)
+    for row in rows:
+        if row["mode"] == "eqsat+dyn":
+            assert row["graphs"] and not any(g.get("skipped") for g in row["graphs"]), row["graphs"]
+            assert row["graphs_changed"] > 0, row["graphs"]
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert report.index("| recsys_tower | eqsat |") < report.index("| recsys_tower | eqsat+dyn |")
 
 
 @pytest.mark.slow

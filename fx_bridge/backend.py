@@ -32,7 +32,8 @@ class EqsatBackend:
         opts = self.options
         if kwargs.get("options"):
             opts = Options.of({**_fields(self.options), **kwargs["options"]})
-        new_gm, report = optimize_or_keep(gm, example_inputs, opts)
+        frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params()
+        new_gm, report = optimize_or_keep(gm, example_inputs, opts, frozen)
         self.reports.append(report)
         compile_fx = self._inner(opts)
         if new_gm is gm:
@@ -64,11 +65,11 @@ def _fields(opts: Options) -> dict:
     return {k: getattr(opts, k) for k in opts.__dataclass_fields__}
 
 
-def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
-                     options: Options) -> tuple[torch.fx.GraphModule, Report]:
+def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options,
+                     frozen_params: bool = False) -> tuple[torch.fx.GraphModule, Report]:
     """``optimize``, or the original graph and a report saying why it was kept."""
     try:
-        new_gm, report = optimize(gm, example_inputs, options)
+        new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params)
         log.info("%s", report.summary())
         return new_gm, report
     except Exception as e:  # never break a compile over a graph we cannot improve safely

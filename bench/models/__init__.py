@@ -15,6 +15,9 @@ REGISTRY = {
     "gpt2_block": hf_blocks.build_gpt2,
     "bert_layer": hf_blocks.build_bert,
     "t5_block": hf_blocks.build_t5,
+    "llama": hf_blocks.build_llama,
+    "bart": hf_blocks.build_bart,
+    "vit": hf_blocks.build_vit,
 }
 
-NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block"})
+NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block", "llama", "bart", "vit"})

@@ -46,6 +46,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--dtype", choices=list(DTYPES), default="float32")
     run.add_argument("--train", action=argparse.BooleanOptionalAction, default=True,
                      help="also measure a training step (forward + sum-loss backward)")
+    run.add_argument("--freezing", action="store_true",
+                     help="Inductor's freezing (parameters folded into constants) for every mode; it "
+                          "only applies to inference compiles, the training step is unchanged")
     run.add_argument("--out", default="bench/out/{tag}",
                      help="output directory; {tag} becomes date_torch-version_device")
     run.add_argument("--save-outputs", action="store_true",
@@ -83,8 +86,9 @@ def run(args: argparse.Namespace) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     phases = [p for p in PHASES if p == "infer" or args.train]
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
-            "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads()}
-    settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds}
+            "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads(), "freezing": args.freezing}
+    settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds,
+                "freezing": args.freezing}
     rows: list[dict] = []
     warm_up(args.modes, args.device)
     bar = _progress(len(args.models) * len(phases) * len(args.modes))
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> Path:
     return out_dir
 
 
-META_KEYS = ("tag", "torch", "device", "device_name", "size", "dtype", "threads")
+META_KEYS = ("tag", "torch", "device", "device_name", "size", "dtype", "threads", "freezing")
 
 
 def write_outputs(rows: list[dict], meta: dict, out_dir: Path, latency_stat: str) -> None:

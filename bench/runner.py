@@ -113,7 +113,8 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     try:
-        with inductor_metrics.inductor_config_patch(mode), inductor_metrics.capture_output_code() as code:
+        with inductor_metrics.inductor_config_patch(mode, freezing=settings.get("freezing", False)), \
+                inductor_metrics.capture_output_code() as code:
             compiled: Compiled = compile_model(mode, model)
             step = make_step(compiled.fn, model, inputs, phase)
             start = time.perf_counter()

@@ -347,6 +347,14 @@ def plan_program(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_
                  pointwise_cat_inputs: int = 0, outer_loop_fusion: bool = False
                  ) -> tuple[list[list[Kernel]], float]:
     """(fused kernel groups, bytes moved) for the program ``choice`` describes."""
+    groups, nbytes = plan_groups(view, choice, roots, frozen_params, pointwise_cat_inputs, outer_loop_fusion)
+    return groups, sum(nbytes)
+
+
+def plan_groups(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_params: bool = False,
+                pointwise_cat_inputs: int = 0, outer_loop_fusion: bool = False
+                ) -> tuple[list[list[Kernel]], list[float]]:
+    """(fused kernel groups, bytes each group moves) for the program ``choice`` describes."""
     roots = list(roots)
     planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs)
     kernels = planner.plan()
@@ -358,4 +366,4 @@ def plan_program(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_
     kept = {planner.base[r] for r in roots}  # outputs, and every buffer written into a cat slice
     for writers in planner.cat_writers.values():
         kept.update(writers)
-    return groups, sum(group_bytes(g, consumers, kept) for g in groups)
+    return groups, [group_bytes(g, consumers, kept) for g in groups]

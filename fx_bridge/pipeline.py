@@ -63,16 +63,22 @@ def _phase(report: Report, name: str):
 
 def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              options: Options | dict | None = None,
-             user_outputs: int | None = None, frozen_params: bool = False) -> tuple[torch.fx.GraphModule, Report]:
+             user_outputs: int | None = None, frozen_params: bool = False,
+             train_step: bool = False) -> tuple[torch.fx.GraphModule, Report]:
     """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
     which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``).
     ``frozen_params``: the compiler after us folds parameters into constants (Inductor's
-    ``freezing``), so the default cost model prices a cat of weights as free."""
+    ``freezing``), so a cat of weights is priced as free. ``train_step``: a backward will be derived
+    from this graph (pre-grad, grad enabled), so it is priced too (``CostModel.train_step``). Both
+    are facts of the compile: they are switched on in the default and in a user's cost model alike."""
     opts = options if isinstance(options, Options) else Options.of(options)
-    if opts.cost is None:
-        opts = dataclasses.replace(opts, cost=CostModel.for_device(_device_of(example_inputs),
-                                                                   frozen_params=frozen_params))
+    base = opts.cost or CostModel.for_device(_device_of(example_inputs))
+    if frozen_params > base.frozen_params or train_step > base.train_step:  # facts of this compile
+        base = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
+                                   train_step=base.train_step or train_step)
+    if base is not opts.cost:
+        opts = dataclasses.replace(opts, cost=base)
     deadline = Deadline(opts.seconds)  # one budget for every phase and every round
     report = Report(graph_nodes=len(gm.graph.nodes))
     try:

@@ -67,6 +67,7 @@ def test_cuda_request_without_cuda_stops_with_a_message(tmp_path):
     assert not (tmp_path / "results.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_cli_freezing_folds_parameters_in_every_mode(tmp_path):
     """``--freezing``: every mode compiles with Inductor's freezing, outputs still match eager,
     and the rows and the report say the run was frozen."""

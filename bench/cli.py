@@ -54,6 +54,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--save-outputs", action="store_true",
                      help="also save every mode's outputs and gradients under OUT/outputs/")
     run.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
+    run.add_argument("--latency-repeats", type=int, default=1,
+                     help="measure each compiled step's latency this many times (rows keep every median "
+                          "in latency_ms_runs): the run-to-run noise next to the ratios")
     run.add_argument("--threads", type=int, default=None,
                      help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
                           "stable on a shared machine, where OpenMP threads stall behind other processes")
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> Path:
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
             "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads(), "freezing": args.freezing}
     settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds,
-                "freezing": args.freezing}
+                "freezing": args.freezing, "latency_repeats": args.latency_repeats}
     rows: list[dict] = []
     warm_up(args.modes, args.device)
     bar = _progress(len(args.models) * len(phases) * len(args.modes))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
-#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | hf | train | ddp | scale | layout | soak | mend)
+#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | hf | hf_frozen | train | ddp | scale | layout | soak | mend)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -24,25 +24,25 @@ for job in "$@"; do
              --out "$out/bench" > /tmp/job.txt 2>&1
            python3 -m bench report "$out/bench" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
            cat "$out/bench/report.md" >> /tmp/job.txt ;;
-    # the six transformer blocks (needs transformers 4.52.4): inference and training, then inference
-    # with Inductor's freezing, for Inductor / Inductor+Optimus / eqsat; REPS runs (or run it twice, HF_TAG=a
-    # then HF_TAG=b, to see the noise within the 10-minute call limit). Each run's
-    # folder stays in /tmp; $out gets two files: hf_results.jsonl (every row, "run" names its run) and hf_report.md
-    hf) : > /tmp/job.txt
-        for r in $(seq 1 "${REPS:-1}"); do
-          for frozen in no yes; do
-            run="hf${HF_TAG:-}_r${r}$([ $frozen = yes ] && echo _frozen)"
-            timeout "$([ $frozen = yes ] && echo "${T_HF_FROZEN:-150}" || echo "${T_HF:-270}")" python3 -m bench run --device cuda --size "${HF_SIZE:-small}" \
-              --models "${HF_MODELS:-gpt2_block,bert_layer,t5_block,llama,bart,vit}" \
-              --modes inductor,inductor_optimus,eqsat --min-seconds 0.2 \
-              $([ $frozen = yes ] && echo --freezing --no-train || echo --train) --out "/tmp/$run" > /tmp/hf.txt 2>&1
-            python3 -m bench report "/tmp/$run" >> /tmp/hf.txt 2>&1   # also after a timeout: rows stream
-            python3 -c 'import json,sys; [print(json.dumps({**json.loads(l), "run": sys.argv[1]})) for l in open(sys.argv[2])]' \
-              "$run" "/tmp/$run/results.jsonl" >> "$out/hf${HF_TAG:-}_results.jsonl"
-            { echo "== $run"; grep -i -E "error|Traceback" /tmp/hf.txt | head -5; cat "/tmp/$run/report.md"; } \
-              | tee -a "$out/hf${HF_TAG:-}_report.md" >> /tmp/job.txt
-          done
-        done ;;
+    # the six transformer blocks (needs transformers 4.52.4) for Inductor / Inductor+Optimus / eqsat: job hf is
+    # inference and training, hf_frozen inference with Inductor's freezing (every mode); each step's latency is
+    # measured 3 times (latency_ms_runs: the noise). Run a job again with HF_TAG=b for a second compile. Each
+    # run's folder stays in /tmp; $out gets hf[_frozen]$HF_TAG.jsonl (every row) and .md (report.md)
+    hf|hf_frozen)
+        run="$job${HF_TAG:-}"
+        timeout "${T_HF:-540}" python3 -m bench run --device cuda --size "${HF_SIZE:-small}" \
+          --models "${HF_MODELS:-gpt2_block,bert_layer,t5_block,llama,bart,vit}" \
+          --modes inductor,inductor_optimus,eqsat --latency-repeats 3 \
+          $([ $job = hf_frozen ] && echo --freezing --no-train || echo --train) --out "/tmp/$run" > /tmp/job.txt 2>&1
+        python3 -m bench report "/tmp/$run" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
+        cp "/tmp/$run/results.jsonl" "$out/$run.jsonl"; cp "/tmp/$run/report.md" "$out/$run.md"
+        python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); runs = r.get("latency_ms_runs") or [0]
+    print(r["model"], r["phase"], r["mode"], r.get("status"), "launches", r.get("kernels_total"), "ms", runs,
+          "noise %.1f%%" % (100 * (max(runs) - min(runs)) / max(min(runs), 1e-9)))' \
+          "/tmp/$run/results.jsonl" >> /tmp/job.txt
+        cat "/tmp/$run/report.md" >> /tmp/job.txt ;;
     train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \

@@ -1,4 +1,6 @@
-"""Inference with Inductor's ``freezing``: Dynamo makes parameters graph attributes holding real
+"""Shared-input projections (q/k/v, gate/up) priced where they run.
+
+Inference with Inductor's ``freezing``: Dynamo makes parameters graph attributes holding real
 tensors, and Inductor folds them into constants, so a cat of weights costs nothing at run time.
 
 - The frozen Llama graph goes through eqsat (it used to fail: "Please convert all Tensors to
@@ -6,7 +8,12 @@ tensors, and Inductor folds them into constants, so a cat of weights costs nothi
   made it a skip).
 - Shared-input projections fuse when Inductor freezes: q/k/v (3 linears of one input) and gate/up
   (2) become one matmul each, and Inductor launches that many fewer extern kernels than alone.
+
+Training: the weight cat is a copy every step, but each fused projection also saves its gradient
+matmuls, so the pre-grad graph of a training step fuses too, with eager's loss and gradients.
 """
+import copy
+
 import pytest
 import torch
 import torch._inductor.config as inductor_config
@@ -63,3 +70,16 @@ def test_shared_input_projections_fuse_under_freezing(name, fused):
     assert_optimized(report, "batch_linear_lhs")
     assert ours["extern"] == alone["extern"] - fused, (ours, alone)
     assert ours["total"] < alone["total"], (ours, alone)
+
+
+def test_llama_training_step_fuses_projections_with_eager_gradients():
+    model, (ids,) = REGISTRY["llama"]("tiny", "cpu", torch.float32)
+    twin = copy.deepcopy(model)
+    backend = eqsat_backend(inner="eager", validate=True)
+    torch.compile(twin, backend=backend)(ids).square().sum().backward()
+    model(ids).square().sum().backward()
+    (report,) = backend.reports
+    assert_optimized(report, "batch_linear_lhs")
+    for (name, want), got in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(got.grad, want.grad, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+

@@ -74,11 +74,10 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     are facts of the compile: they are switched on in the default and in a user's cost model alike."""
     opts = options if isinstance(options, Options) else Options.of(options)
     base = opts.cost or CostModel.for_device(_device_of(example_inputs))
-    if frozen_params > base.frozen_params or train_step > base.train_step:  # facts of this compile
-        base = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
-                                   train_step=base.train_step or train_step)
-    if base is not opts.cost:
-        opts = dataclasses.replace(opts, cost=base)
+    cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
+                               train_step=base.train_step or train_step)
+    if cost != opts.cost:
+        opts = dataclasses.replace(opts, cost=cost)
     deadline = Deadline(opts.seconds)  # one budget for every phase and every round
     report = Report(graph_nodes=len(gm.graph.nodes))
     try:

@@ -16,22 +16,21 @@ import copy
 
 import pytest
 import torch
-import torch._inductor.config as inductor_config
 
 from bench.models import REGISTRY
 from fx_bridge import eqsat_backend, torch_compat
-from fx_bridge.inductor_metrics import capture_output_code, launch_counts
+from fx_bridge.inductor_metrics import capture_output_code, inductor_config_patch, launch_counts
 from optimized import assert_no_fallback, assert_optimized
 
 pytest.importorskip("transformers")
 
 
 def test_params_count_as_frozen_only_for_inference_with_freezing_on():
-    with inductor_config.patch(freezing=True):
+    with inductor_config_patch("inductor", freezing=True):
         with torch.no_grad():
             assert torch_compat.inductor_freezes_params()
         assert not torch_compat.inductor_freezes_params()  # training: the weights change every step
-    with inductor_config.patch(freezing=False), torch.no_grad():
+    with inductor_config_patch("inductor", freezing=False), torch.no_grad():
         assert not torch_compat.inductor_freezes_params()
 
 
@@ -39,7 +38,7 @@ def test_frozen_llama_graph_is_optimized_not_skipped():
     """Parameters arrive as ``get_attr`` nodes with real tensors; eager's values come out."""
     model, inputs = REGISTRY["llama"]("tiny", "cpu", torch.float32)
     backend = eqsat_backend(inner="eager", validate=True)
-    with inductor_config.patch(freezing=True), torch.no_grad():
+    with inductor_config_patch("inductor", freezing=True), torch.no_grad():
         expected = model(*inputs)
         actual = torch.compile(model, backend=backend)(*inputs)
     torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
@@ -50,8 +49,7 @@ def test_frozen_llama_graph_is_optimized_not_skipped():
 def _frozen_inference(name: str, backend):
     torch_compat.reset_dynamo()
     model, inputs = REGISTRY[name]("tiny", "cpu", torch.float32)
-    with inductor_config.patch(freezing=True, force_disable_caches=True), torch.no_grad(), \
-            capture_output_code() as code:
+    with inductor_config_patch("inductor", freezing=True), torch.no_grad(), capture_output_code() as code:
         expected = model(*inputs)
         actual = torch.compile(model, backend=backend)(*inputs)
     torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)

@@ -188,6 +188,8 @@ class Evaluator:
         return out
 
     def holds(self, g: dsl.Guard) -> bool:
+        if g.op == "FloatDtype":
+            return getattr(torch, self.ev(g.lhs)).is_floating_point
         return _CMP[g.op](self.ev(g.lhs), self.ev(g.rhs))
 
     # -- constructors ---------------------------------------------------------------------------
@@ -293,6 +295,15 @@ class Evaluator:
     def _Mm(self, t, a, b):
         A = self.tensor(a, self._rand_shape(2))
         return torch.mm(A, self.tensor(b, (A.shape[-1], self.rng.randint(1, 4))))
+
+    def _Bmm(self, t, a, b):
+        A = self.tensor(a, self._rand_shape(3))
+        return torch.bmm(A, self.tensor(b, (A.shape[0], A.shape[-1], self.rng.randint(1, 4))))
+
+    def _Addmm(self, t, c, a, b):
+        P = self._Mm(t, a, b)
+        return torch.addmm(self.tensor(c, P.shape[-1:] if self.rng.random() < 0.5 else P.shape), *(
+            self.env[id(v)] for v in (a, b)))
 
     def _Reduce(self, t, key, x, dims, keep):
         X = self.tensor(x)

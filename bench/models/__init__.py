@@ -1,6 +1,6 @@
 """Benchmark models: name → builder(size, device, dtype) -> (module, example inputs)."""
 
-from bench.models import hf_blocks, recsys, split_cat
+from bench.models import hf_blocks, parity, recsys, split_cat
 
 REGISTRY = {
     "dhen": recsys.build_dhen,
@@ -18,6 +18,10 @@ REGISTRY = {
     "llama": hf_blocks.build_llama,
     "bart": hf_blocks.build_bart,
     "vit": hf_blocks.build_vit,
+    **parity.BUILDERS,
 }
 
 NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block", "llama", "bart", "vit"})
+# issue 18's small programs: tested by tests/rules/test_split_cat_parity.py and tests/models/test_parity_models.py,
+# not by the suites that sweep every model (some return tuples, one is random)
+PARITY = frozenset(parity.BUILDERS)

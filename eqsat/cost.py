@@ -10,9 +10,9 @@ Two views of the same model:
 Costs are in microseconds: α is the time per launch, β the time per byte.
 
 ``train_step`` prices the pre-grad graph of a training step, whose backward AOTAutograd derives from
-what we choose: a matmul's backward is two matmuls of its size (input and weight gradient), every
-other kernel's roughly one of its own, except a cat (its backward slices the gradient: views) and a
-split (its backward concatenates the pieces' gradients: one kernel). So fusing q/k/v in training
+what we choose: a matmul's backward is two matmuls of its size (input and weight gradient), a
+reduction's or norm's two reductions, every other kernel's roughly one of its own, except a cat (its
+backward slices the gradient: views) and a split (its backward concatenates the pieces' gradients). So fusing q/k/v in training
 saves 6 matmul launches for one weight cat and one gradient cat.
 """
 from __future__ import annotations
@@ -25,6 +25,11 @@ from .ops import CTOR_CATEGORY, Category
 from .serialized import Choice, EGraphView, ENode
 
 UNKNOWN = 1e12  # a node whose shape no analysis derived is never worth choosing
+
+# A training step's kernels per forward kernel: a matmul has two gradient matmuls; a reduction or norm
+# two gradient reductions (the input's, and the other operand's or the affine weights'), whatever
+# form the same contraction takes (mm, or a decomposed mul + sum); any other op one (the default, 2).
+_STEP_FACTOR = {Category.MATMUL: 3.0, Category.REDUCTION: 3.0, Category.NORM: 3.0}
 
 # Per-node share of a launch and of the output bytes, by category: the linear stand-in for fusion.
 LAUNCH_SHARE = {Category.POINTWISE: 0.25, Category.REDUCTION: 1.0, Category.NORM: 1.0,
@@ -91,14 +96,14 @@ class CostModel:
         return ProgramCost(generated, extern, nbytes, cost, loops)
 
     def _backward_factor(self, view: EGraphView, choice: Choice, group: list[Kernel]) -> float:
-        """How many times a forward kernel's cost the step pays: 1 outside training; a matmul 3
-        (its two gradient matmuls), a cat's copies 1 (gradient: views), any other kernel 2."""
+        """How many times a forward kernel's cost the step pays: 1 outside training; a cat's copies 1
+        (gradient: views); otherwise its most expensive op's ``_STEP_FACTOR``."""
         if not self.train_step:
             return 1.0
-        if group[0].kind == "extern":
-            node = view.nodes[choice[group[0].writes]]
-            return 3.0 if CTOR_CATEGORY.get(node.ctor) == Category.MATMUL else 2.0
-        return 1.0 if all(k.copy_of is not None for k in group) else 2.0
+        if all(k.copy_of is not None for k in group):
+            return 1.0
+        return max(_STEP_FACTOR.get(CTOR_CATEGORY.get(view.nodes[choice[k.writes]].ctor), 2.0)
+                   if k.writes in choice else 2.0 for k in group)
 
     def _split_backward(self, view: EGraphView, node: ENode) -> float:
         """The gradient of a split is the cat of its pieces' gradients: one kernel copying them."""
@@ -114,7 +119,7 @@ class CostModel:
             return 0.0
         if node.ctor in ("Cat", "Stack"):
             return self._cat_cost(node, view)
-        step = (3.0 if cat == Category.MATMUL else 2.0) if self.train_step else 1.0
+        step = _STEP_FACTOR.get(cat, 2.0) if self.train_step else 1.0
         return step * self._forward_node_cost(node, view, cat)
 
     def _forward_node_cost(self, node: ENode, view: EGraphView, cat: Category) -> float:

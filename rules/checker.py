@@ -188,8 +188,6 @@ class Evaluator:
         return out
 
     def holds(self, g: dsl.Guard) -> bool:
-        if g.op == "FloatDtype":
-            return getattr(torch, self.ev(g.lhs)).is_floating_point
         return _CMP[g.op](self.ev(g.lhs), self.ev(g.rhs))
 
     # -- constructors ---------------------------------------------------------------------------

@@ -113,8 +113,7 @@ class Query:
 
     def guard(self, g: dsl.Guard) -> None:
         before = len(self.late)
-        fact = (f"(FloatDtype {self.expr(g.lhs)})" if g.op == "FloatDtype"
-                else f"({g.op} {self.expr(g.lhs)} {self.expr(g.rhs)})")
+        fact = f"({g.op} {self.expr(g.lhs)} {self.expr(g.rhs)})"
         (self.late if len(self.late) != before else self.facts).append(fact)
 
     def _term(self, t, sub) -> str:

@@ -87,12 +87,6 @@ class Expr:
         return Call("dtype", (self._need(TENSOR),), DTYPE)
 
     @property
-    def is_floating_point(self) -> "Guard":
-        """``x.dtype.is_floating_point``: the guard a rewrite needs when an int dtype would change
-        its result type (``sum`` of ints is int64, ``mm`` of int32 is int32)."""
-        return Guard("FloatDtype", self._need(DTYPE), self)
-
-    @property
     def ndim(self) -> "Expr":
         return self.shape.len()
 
@@ -169,8 +163,7 @@ class Splat:
 
 @dataclass(eq=False)
 class Guard:
-    """A condition ``lhs op rhs`` (op one of = != < <= > >=), compiled to one egglog fact; or
-    ``FloatDtype`` of a dtype (``lhs`` and ``rhs`` are that dtype)."""
+    """A condition ``lhs op rhs`` (op one of = != < <= > >=), compiled to one egglog fact."""
 
     op: str
     lhs: Expr

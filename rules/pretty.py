@@ -57,7 +57,5 @@ def _show_call(t: dsl.Call) -> str:
 
 
 def show_guard(g) -> str:
-    if g.op == "FloatDtype":
-        return f"{show(g.lhs)}.is_floating_point"
     op = "==" if g.op == "=" else g.op
     return f"{show(g.lhs)} {op} {show(g.rhs)}"

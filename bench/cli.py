@@ -48,11 +48,17 @@ def parser() -> argparse.ArgumentParser:
                      help="also run every compiled mode with the batch dim marked dynamic (rows 'MODE+dyn')")
     run.add_argument("--train", action=argparse.BooleanOptionalAction, default=True,
                      help="also measure a training step (forward + sum-loss backward)")
+    run.add_argument("--freezing", action="store_true",
+                     help="Inductor's freezing (parameters folded into constants) for every mode; it "
+                          "only applies to inference compiles, the training step is unchanged")
     run.add_argument("--out", default="bench/out/{tag}",
                      help="output directory; {tag} becomes date_torch-version_device")
     run.add_argument("--save-outputs", action="store_true",
                      help="also save every mode's outputs and gradients under OUT/outputs/")
     run.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
+    run.add_argument("--latency-repeats", type=int, default=1,
+                     help="measure each compiled step's latency this many times (rows keep every median "
+                          "in latency_ms_runs): the run-to-run noise next to the ratios")
     run.add_argument("--threads", type=int, default=None,
                      help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
                           "stable on a shared machine, where OpenMP threads stall behind other processes")
@@ -85,8 +91,9 @@ def run(args: argparse.Namespace) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     phases = [p for p in PHASES if p == "infer" or args.train]
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
-            "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads()}
-    settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds}
+            "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads(), "freezing": args.freezing}
+    settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds,
+                "freezing": args.freezing, "latency_repeats": args.latency_repeats}
     variants = [(m, d) for m in args.modes for d in ((False, True) if args.dynamic and m != "eager" else (False,))]
     rows: list[dict] = []
     warm_up(args.modes, args.device)
@@ -109,7 +116,7 @@ def run(args: argparse.Namespace) -> Path:
     return out_dir
 
 
-META_KEYS = ("tag", "torch", "device", "device_name", "size", "dtype", "threads")
+META_KEYS = ("tag", "torch", "device", "device_name", "size", "dtype", "threads", "freezing")
 
 
 def write_outputs(rows: list[dict], meta: dict, out_dir: Path, latency_stat: str) -> None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
-#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | dynamic | train | ddp | scale | layout | soak |
-#                                          mend | parity | dump)
+#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | dynamic | hf | hf_frozen | train | ddp |
+#                                          scale | layout | soak | mend | parity | dump)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -33,6 +33,25 @@ for job in "$@"; do
              python3 -m bench report "$out/dynamic" >> /tmp/job.txt 2>&1
              cat "$out/dynamic/report.md" >> /tmp/job.txt
              timeout "${T_DYNOPT:-150}" python3 -m bench.dynamic_overhead --device cuda --repeat 5 >> /tmp/job.txt 2>&1 ;;
+    # the six transformer blocks (needs transformers 4.52.4) for Inductor / Inductor+Optimus / eqsat: job hf is
+    # inference and training, hf_frozen inference with Inductor's freezing (every mode); each step's latency is
+    # measured 3 times (latency_ms_runs: the noise). Run a job again with HF_TAG=b for a second compile. Each
+    # run's folder stays in /tmp; $out gets hf[_frozen]$HF_TAG.jsonl (every row) and .md (report.md)
+    hf|hf_frozen)
+        run="$job${HF_TAG:-}"
+        timeout "${T_HF:-540}" python3 -m bench run --device cuda --size "${HF_SIZE:-small}" \
+          --models "${HF_MODELS:-gpt2_block,bert_layer,t5_block,llama,bart,vit}" \
+          --modes inductor,inductor_optimus,eqsat --latency-repeats 3 \
+          $([ $job = hf_frozen ] && echo --freezing --no-train || echo --train) --out "/tmp/$run" > /tmp/job.txt 2>&1
+        python3 -m bench report "/tmp/$run" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
+        cp "/tmp/$run/results.jsonl" "$out/$run.jsonl"; cp "/tmp/$run/report.md" "$out/$run.md"
+        python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); runs = r.get("latency_ms_runs") or [0]
+    print(r["model"], r["phase"], r["mode"], r.get("status"), "launches", r.get("kernels_total"), "ms", runs,
+          "noise %.1f%%" % (100 * (max(runs) - min(runs)) / max(min(runs), 1e-9)))' \
+          "/tmp/$run/results.jsonl" >> /tmp/job.txt
+        cat "/tmp/$run/report.md" >> /tmp/job.txt ;;
     train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \

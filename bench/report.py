@@ -105,7 +105,8 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         f"# eqsat benchmark — {meta['tag']}",
         "",
         f"torch {meta['torch']} · device {meta['device_name']} · size `{meta['size']}` · dtype {meta['dtype']}"
-        f" · {meta.get('threads', '?')} CPU threads",
+        f" · {meta.get('threads', '?')} CPU threads"
+        + (" · Inductor freezing on (inference compiles fold the parameters)" if meta.get("freezing") else ""),
         "",
         "Kernels are the launches in Inductor's wrapper code: generated kernels (Triton kernels, or fused C++ "
         "functions on CPU) plus extern calls (mm, bmm, fallbacks), forward and backward for training. "

@@ -8,17 +8,28 @@ Two views of the same model:
   optimise: a pointwise op pays a share of a launch and of its output bytes (it usually fuses), a
   reduction or extern op pays a full launch plus its traffic, views and sources are free.
 Costs are in microseconds: α is the time per launch, β the time per byte.
+
+``train_step`` prices the pre-grad graph of a training step, whose backward AOTAutograd derives from
+what we choose: a matmul's backward is two matmuls of its size (input and weight gradient), a
+reduction's or norm's two reductions, every other kernel's roughly one of its own, except a cat (its
+backward slices the gradient: views) and a split (its backward concatenates the pieces' gradients). So fusing q/k/v in training
+saves 6 matmul launches for one weight cat and one gradient cat.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable
 
-from .fusion import DTYPE_BYTES, class_bytes, list_elements, plan_program
+from .fusion import DTYPE_BYTES, Kernel, class_bytes, list_elements, plan_groups, topo_order
 from .ops import CTOR_CATEGORY, Category
 from .serialized import Choice, EGraphView, ENode
 
 UNKNOWN = 1e12  # a node whose shape no analysis derived is never worth choosing
+
+# A training step's kernels per forward kernel: a matmul has two gradient matmuls; a reduction or norm
+# two gradient reductions (the input's, and the other operand's or the affine weights'), whatever
+# form the same contraction takes (mm, or a decomposed mul + sum); any other op one (the default, 2).
+_STEP_FACTOR = {Category.MATMUL: 3.0, Category.REDUCTION: 3.0, Category.NORM: 3.0}
 
 # Per-node share of a launch and of the output bytes, by category: the linear stand-in for fusion.
 LAUNCH_SHARE = {Category.POINTWISE: 0.25, Category.REDUCTION: 1.0, Category.NORM: 1.0,
@@ -53,6 +64,7 @@ class CostModel:
     pointwise_cat_inputs: int = 8  # GPU Inductor lowers cats of ≤ 8 inputs to a fusible pointwise op
     outer_loop_fusion: bool = False  # the C++ (CPU) backend fuses every loop nest sharing the outer loop
     loop_cost: float = 0.0    # µs per loop nest inside a fused kernel (CPU: an OpenMP barrier each)
+    train_step: bool = False  # a forward graph whose backward follows from our choice (see module doc)
 
     @classmethod
     def for_device(cls, device: str, **kw) -> "CostModel":
@@ -67,21 +79,50 @@ class CostModel:
 
     # -- whole program -------------------------------------------------------------------------
     def program_cost(self, view: EGraphView, choice: Choice, roots: Iterable[str]) -> ProgramCost:
-        groups, nbytes = plan_program(view, choice, roots, self.frozen_params,
-                                      self.pointwise_cat_inputs, self.outer_loop_fusion)
+        roots = list(roots)
+        groups, group_bytes = plan_groups(view, choice, roots, self.frozen_params,
+                                          self.pointwise_cat_inputs, self.outer_loop_fusion)
         extern = sum(1 for g in groups if g[0].kind == "extern")
         generated = len(groups) - extern
         loops = sum(len(g) for g in groups if g[0].kind != "extern")
-        cost = self.alpha * (generated + extern) + self.beta * nbytes + self.loop_cost * loops
+        nbytes = sum(group_bytes)
+        cost = 0.0
+        for g, b in zip(groups, group_bytes):
+            n_loops = 0 if g[0].kind == "extern" else len(g)
+            cost += self._backward_factor(view, choice, g) * (self.alpha + self.beta * b + self.loop_cost * n_loops)
+        if self.train_step:
+            cost += sum(self._split_backward(view, view.nodes[choice[c]])
+                        for c in topo_order(view, roots, choice) if view.nodes[choice[c]].ctor == "Split")
         return ProgramCost(generated, extern, nbytes, cost, loops)
+
+    def _backward_factor(self, view: EGraphView, choice: Choice, group: list[Kernel]) -> float:
+        """How many times a forward kernel's cost the step pays: 1 outside training; a cat's copies 1
+        (gradient: views); otherwise its most expensive op's ``_STEP_FACTOR``."""
+        if not self.train_step:
+            return 1.0
+        if all(k.copy_of is not None for k in group):
+            return 1.0
+        return max(_STEP_FACTOR.get(CTOR_CATEGORY.get(view.nodes[choice[k.writes]].ctor), 2.0)
+                   if k.writes in choice else 2.0 for k in group)
+
+    def _split_backward(self, view: EGraphView, node: ENode) -> float:
+        """The gradient of a split is the cat of its pieces' gradients: one kernel copying them."""
+        nb = class_bytes(view, node.children[0])
+        return UNKNOWN if nb is None else self.alpha + self.loop_cost + 2 * self.beta * nb
 
     # -- per e-node linear approximation ---------------------------------------------------------
     def node_cost(self, node: ENode, view: EGraphView) -> float:
         cat = CTOR_CATEGORY.get(node.ctor, Category.OPAQUE)
+        if self.train_step and node.ctor == "Split":
+            return self._split_backward(view, node)
         if cat in (Category.SOURCE, Category.VIEW):
             return 0.0
         if node.ctor in ("Cat", "Stack"):
             return self._cat_cost(node, view)
+        step = _STEP_FACTOR.get(cat, 2.0) if self.train_step else 1.0
+        return step * self._forward_node_cost(node, view, cat)
+
+    def _forward_node_cost(self, node: ENode, view: EGraphView, cat: Category) -> float:
         if node.ctor == "Opaque":
             return self.alpha  # its outputs are read through Get, whose shapes we know
         out = class_bytes(view, node.eclass)

@@ -358,10 +358,10 @@ def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: se
     return sum(reads.values()) + writes
 
 
-def plan_program(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_params: bool = False,
-                 pointwise_cat_inputs: int = 0, outer_loop_fusion: bool = False
-                 ) -> tuple[list[list[Kernel]], float]:
-    """(fused kernel groups, bytes moved) for the program ``choice`` describes."""
+def plan_groups(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_params: bool = False,
+                pointwise_cat_inputs: int = 0, outer_loop_fusion: bool = False
+                ) -> tuple[list[list[Kernel]], list[float]]:
+    """(fused kernel groups, bytes each group moves) for the program ``choice`` describes."""
     roots = list(roots)
     planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs)
     kernels = planner.plan()
@@ -378,4 +378,4 @@ def plan_program(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_
         buf = planner.base.get(v, v)
         return buf, class_bytes(view, v) or 0.0, class_bytes(view, buf) or 0.0
 
-    return groups, sum(group_bytes(g, consumers, kept, part) for g in groups)
+    return groups, [group_bytes(g, consumers, kept, part) for g in groups]

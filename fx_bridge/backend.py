@@ -32,7 +32,8 @@ class EqsatBackend:
         opts = self.options
         if kwargs.get("options"):
             opts = Options.of({**_fields(self.options), **kwargs["options"]})
-        new_gm, report = optimize_or_keep(gm, example_inputs, opts)
+        frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params()
+        new_gm, report = optimize_or_keep(gm, example_inputs, opts, frozen, _trains(gm, example_inputs))
         self.reports.append(report)
         compile_fx = self._inner(opts)
         if new_gm is gm:
@@ -64,11 +65,21 @@ def _fields(opts: Options) -> dict:
     return {k: getattr(opts, k) for k in opts.__dataclass_fields__}
 
 
-def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
-                     options: Options) -> tuple[torch.fx.GraphModule, Report]:
+def _trains(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    """AOTAutograd will derive a backward from this graph: grad mode is on and something it reads
+    (an input, a parameter lifted to an input, or a graph attribute) requires grad."""
+    if not torch.is_grad_enabled():
+        return False
+    return (any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+            or any(p.requires_grad for p in gm.parameters()))
+
+
+def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options,
+                     frozen_params: bool = False, train_step: bool = False) -> tuple[torch.fx.GraphModule, Report]:
     """``optimize``, or the original graph and a report saying why it was kept."""
     try:
-        new_gm, report = optimize(gm, example_inputs, options)
+        new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,
+                                  train_step=train_step)
         log.info("%s", report.summary())
         return new_gm, report
     except Exception as e:  # never break a compile over a graph we cannot improve safely

@@ -104,15 +104,16 @@ def _cold_cache_settings() -> dict[str, bool]:
 
 
 @contextlib.contextmanager
-def inductor_config_patch(mode: str, cold: bool = True) -> Iterator[None]:
-    """Inductor config for one benchmark mode; `cold` disables every compile cache.
+def inductor_config_patch(mode: str, cold: bool = True, freezing: bool = False) -> Iterator[None]:
+    """Inductor config for one benchmark mode; `cold` disables every compile cache; `freezing` folds
+    parameters into constants in inference compiles (every mode gets the same setting).
 
     Mode "inductor_optimus" enables every Optimus pass; every other mode (Inductor alone and the eqsat
     modes, which hand their graph to Inductor) gets empty fusion-option dicts so Optimus cannot
     blur the comparison.
     """
     pre, post = optimus_options() if mode == "inductor_optimus" else ({}, {})
-    settings = {"pre_grad_fusion_options": pre, "post_grad_fusion_options": post}
+    settings = {"pre_grad_fusion_options": pre, "post_grad_fusion_options": post, "freezing": freezing}
     if cold:
         settings.update(_cold_cache_settings())
     with inductor_config.patch(settings):

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import resource
 import time
@@ -28,6 +29,7 @@ from rules.library import select, shape_rules
 
 from .horizontal import horizontal_unions
 from .aliasing import alias_signature, match_aliasing
+from .autocast import drop_noop_autocast
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
@@ -64,11 +66,21 @@ def _phase(report: Report, name: str):
 
 def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              options: Options | dict | None = None,
-             user_outputs: int | None = None) -> tuple[torch.fx.GraphModule, Report]:
+             user_outputs: int | None = None, frozen_params: bool = False,
+             train_step: bool = False) -> tuple[torch.fx.GraphModule, Report]:
     """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
-    which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``)."""
+    which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``).
+    ``frozen_params``: the compiler after us folds parameters into constants (Inductor's
+    ``freezing``), so a cat of weights is priced as free. ``train_step``: a backward will be derived
+    from this graph (pre-grad, grad enabled), so it is priced too (``CostModel.train_step``). Both
+    are facts of the compile: they are switched on in the default and in a user's cost model alike."""
     opts = options if isinstance(options, Options) else Options.of(options)
+    base = opts.cost or CostModel.for_device(_device_of(example_inputs))
+    cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
+                               train_step=base.train_step or train_step)
+    if cost != opts.cost:
+        opts = dataclasses.replace(opts, cost=cost)
     deadline = Deadline(opts.seconds)  # one budget for every phase and every round
     report = Report(graph_nodes=len(gm.graph.nodes))
     try:
@@ -86,7 +98,7 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     original = gm
     with _phase(report, "lower"):
-        gm = functionalize_intermediates(gm, example_inputs)
+        gm = functionalize_intermediates(drop_noop_autocast(gm), example_inputs)
         low = lower(gm, example_inputs)
     if deadline.out_of_time("lower"):
         report.notes.append("kept the input program: the time budget ran out while lowering")
@@ -150,7 +162,7 @@ class Round:
 
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
                example_inputs, aliasing: list, user_outputs: int | None, deadline: Deadline) -> Round:
-    cost = opts.cost or CostModel.for_device(_device_of(example_inputs))
+    cost = opts.cost
     with _phase(report, "build"):
         built = build(low, rules, opts, cost, deadline)
     _add_counts(report.rules_fired, built.offered)  # groups offered; the extractor decides which stay

@@ -30,13 +30,25 @@ def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> N
     # composite ops such as baddbmm's expand only take SymInts through it).
     symbolic = own is not None and own.shape_env is not None
     with _python_dispatcher() if symbolic else contextlib.nullcontext():
-        FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
+        _FakeAttrsProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
 
 
 def _python_dispatcher():
     from torch._dispatch.python import enable_python_dispatcher
 
     return enable_python_dispatcher()
+
+
+class _FakeAttrsProp(FakeTensorProp):
+    """FakeTensorProp that reads a graph attribute as a fake copy of it: under Inductor's
+    ``freezing`` Dynamo makes parameters ``get_attr`` nodes holding the real tensors, which
+    Dynamo's fake mode (no non-fake inputs allowed) refuses to compute with."""
+
+    def get_attr(self, target, args, kwargs):
+        value = super().get_attr(target, args, kwargs)
+        if isinstance(value, torch.Tensor) and not is_fake(value):
+            return self._mode.from_tensor(value, static_shapes=True)
+        return value
 
 
 def is_fake(x: Any) -> bool:
@@ -62,6 +74,21 @@ def function_namespaces() -> tuple:
     import torch.nn.functional as F
 
     return (torch, F, torch._C._nn, torch.special, torch.Tensor, torch._C._VariableFunctions)
+
+
+def autocast_region_targets() -> tuple[Any, Any]:
+    """The functions Dynamo records a ``with torch.autocast(...)`` block as: (enter, exit)."""
+    from torch.amp import autocast_mode
+
+    return autocast_mode._enter_autocast, autocast_mode._exit_autocast
+
+
+def inductor_freezes_params() -> bool:
+    """Inductor will fold parameters into constants (``freezing``, inference only): a cat of
+    weights computed in the Dynamo graph then costs nothing at run time."""
+    import torch._inductor.config as inductor_config
+
+    return bool(inductor_config.freezing) and not torch.is_grad_enabled()
 
 
 def reset_dynamo() -> None:

@@ -15,10 +15,13 @@ REGISTRY = {
     "gpt2_block": hf_blocks.build_gpt2,
     "bert_layer": hf_blocks.build_bert,
     "t5_block": hf_blocks.build_t5,
+    "llama": hf_blocks.build_llama,
+    "bart": hf_blocks.build_bart,
+    "vit": hf_blocks.build_vit,
     **parity.BUILDERS,
 }
 
-NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block"})
+NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block", "llama", "bart", "vit"})
 # issue 18's small programs: tested by tests/rules/test_split_cat_parity.py and tests/models/test_parity_models.py,
 # not by the suites that sweep every model (some return tuples, one is random)
 PARITY = frozenset(parity.BUILDERS)

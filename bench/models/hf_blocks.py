@@ -90,3 +90,80 @@ def build_t5(size: str | int = "small", device="cpu", dtype=torch.float32):
         return [T5Block(cfg, has_relative_attention_bias=True, layer_idx=i) for i in range(layers)]
 
     return _build(22, blocks, size, device, dtype, needs_cache_position=True)
+
+
+class LastHidden(nn.Module):
+    """A whole HF model called with keyword inputs, returning only ``last_hidden_state``."""
+
+    def __init__(self, model: nn.Module, *input_names: str):
+        super().__init__()
+        self.model = model
+        self.input_names = input_names
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**dict(zip(self.input_names, inputs)), use_cache=False).last_hidden_state
+
+
+def _token_ids(gen: torch.Generator, vocab: int, seq: int, device) -> torch.Tensor:
+    return torch.randint(0, vocab, (2, seq), generator=gen).to(device)
+
+
+def build_llama(size: str | int = "small", device="cpu", dtype=torch.float32):
+    """A Llama-style decoder (token embedding, RMSNorm, rotary embedding, grouped-query SDPA
+    attention, SwiGLU MLP): q/k/v and gate/up are projections of one input."""
+    _require_transformers()
+    from transformers import LlamaConfig, LlamaModel
+
+    gen = seeded(23)
+    width, layers, seq = _dims(size)
+    cfg = LlamaConfig(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                      max_position_embeddings=2 * seq, use_cache=False, attention_dropout=0.0)
+    cfg._attn_implementation = "sdpa"
+    model = LastHidden(LlamaModel(cfg), "input_ids")
+    return finish(model, (_token_ids(gen, cfg.vocab_size, seq, device),), device, dtype)
+
+
+def build_bart(size: str | int = "small", device="cpu", dtype=torch.float32):
+    """BART encoder-decoder: self-attention, causal decoder self-attention and cross-attention."""
+    _require_transformers()
+    from transformers import BartConfig, BartModel
+
+    gen = seeded(24)
+    width, layers, seq = _dims(size)
+    cfg = BartConfig(d_model=width, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=4,
+                     decoder_attention_heads=4, encoder_ffn_dim=4 * width, decoder_ffn_dim=4 * width,
+                     vocab_size=256, max_position_embeddings=2 * seq, dropout=0.0, attention_dropout=0.0,
+                     activation_dropout=0.0, use_cache=False)
+    cfg._attn_implementation = "eager"
+    model = LastHidden(BartModel(cfg), "input_ids", "decoder_input_ids")
+    inputs = (_token_ids(gen, cfg.vocab_size, seq, device), _token_ids(gen, cfg.vocab_size, seq, device))
+    return finish(model, inputs, device, dtype)
+
+
+class ViTEncoder(nn.Module):
+    """ViT without its pooler: patch embedding (a strided conv), class token, encoder layers."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        from transformers import ViTModel
+
+        self.vit = ViTModel(cfg, add_pooling_layer=False)
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.vit(pixel_values=pixels).last_hidden_state
+
+
+def build_vit(size: str | int = "small", device="cpu", dtype=torch.float32):
+    _require_transformers()
+    from transformers import ViTConfig
+
+    gen = seeded(25)
+    width, layers, seq = _dims(size)
+    image = 16 if size == "tiny" else 32  # 4×4 patches: 16 or 64 tokens plus the class token
+    cfg = ViTConfig(hidden_size=width, num_hidden_layers=layers, num_attention_heads=4,
+                    intermediate_size=4 * width, image_size=image, patch_size=4,
+                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    cfg._attn_implementation = "eager"
+    model = ViTEncoder(cfg)
+    return finish(model, (randn(gen, 2, 3, image, image, device=device, dtype=dtype),), device, dtype)

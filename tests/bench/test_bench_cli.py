@@ -80,3 +80,19 @@ def test_cuda_request_without_cuda_stops_with_a_message(tmp_path):
     with pytest.raises(SystemExit, match="CUDA is not available"):
         main(["run", "--models", "recsys_tower", "--device", "cuda", "--out", str(tmp_path)])
     assert not (tmp_path / "results.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_cli_freezing_folds_parameters_in_every_mode(tmp_path):
+    """``--freezing``: every mode compiles with Inductor's freezing, outputs still match eager,
+    and the rows and the report say the run was frozen."""
+    out = tmp_path / "run"
+    main(["run", "--models", "recsys_tower", "--modes", "eager,inductor,eqsat", "--size", "tiny",
+          "--no-train", "--freezing", "--min-seconds", "0.05", "--out", str(out), "--save-outputs"])
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert all(r["status"] == "ok" and r["freezing"] is True for r in rows), rows
+    eager = torch.load(out / "outputs" / "recsys_tower.eager.infer.pt")
+    for mode in ("inductor", "eqsat"):
+        saved = torch.load(out / "outputs" / f"recsys_tower.{mode}.infer.pt")
+        torch.testing.assert_close(saved["outputs"], eager["outputs"], rtol=1e-4, atol=1e-5)
+    assert "freezing on" in (out / "report.md").read_text()

@@ -72,3 +72,30 @@ def test_deep_residual_graph_has_no_recursion_or_overflow():
     assert sys.getrecursionlimit() == limit
     assert len(res.choice) == 4001 and is_acyclic(view, roots, res.choice)
     assert res.cost < float("inf") and res.after.kernels == 1
+
+
+def three_projections(rows: int = 64, width: int = 64):
+    """q/k/v: three linears of one input, each unioned with its piece of one fused linear."""
+    p = Program()
+    x = p.input((rows, width))
+    ws, bs = [p.param((width, width)) for _ in range(3)], [p.param((width,)) for _ in range(3)]
+    lins = [p.linear(x, w, b) for w, b in zip(ws, bs)]
+    outs = [p.unary("relu", y) for y in lins]
+    fused = p.linear(x, p.cat(ws, 0), p.cat(bs, 0))
+    pieces = p.split(fused, [width] * 3, 1)
+    return p, outs, [f"(union {y} {g})" for y, g in zip(lins, pieces)]
+
+
+def test_training_step_price_counts_the_gradient_matmuls():
+    """GPU model, forward only: two saved matmul launches pay for no more than the weight and bias
+    cats; in a training step each linear also has two gradient matmuls, so the fused form pays (and
+    its price is what program_cost says for the chosen program)."""
+    p, outs, unions = three_projections()
+    view = view_of(p, extra=unions)
+    roots = roots_of(view, outs)
+    forward = CostModel.for_device("cuda")
+    assert extract(view, roots, forward, original=input_in(view, p, outs)).extractor == "input"
+    step = CostModel.for_device("cuda", train_step=True)
+    res = extract(view, roots, step, original=input_in(view, p, outs))
+    assert res.improved and res.after.extern == 1, res
+    assert res.cost == step.program_cost(view, res.choice, roots).cost

@@ -18,7 +18,9 @@ from typing import Any, Callable, Iterable, Sequence
 import egglog.bindings as bindings
 
 from .deadline import Deadline
+from .frozen import frozen_view
 from .rule import Rule, rule_of_tag
+from .serialized import EGraphView
 from .terms import Program, Ref
 
 # egglog logs every command at INFO; keep it quiet unless the user configured it.
@@ -226,6 +228,11 @@ class Session:
                 log.fired[rule_of_tag(tag)] += k
 
     # -- export ----------------------------------------------------------------------------------
+    def view(self) -> EGraphView:
+        """The term part of the e-graph with its names and analyses, read from egglog's tables
+        (linear; the JSON serializer is quadratic here, see ``eqsat.frozen``)."""
+        return frozen_view(self._eg)
+
     def serialize(self) -> dict:
         """The e-graph as egraph-serialize JSON (nodes, class_data with ``let`` names)."""
         return json.loads(self._eg.serialize([]).to_json())

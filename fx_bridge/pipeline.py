@@ -22,7 +22,7 @@ from eqsat.extract import Extraction, extract
 from eqsat.original import InputProgram, input_program
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
-from eqsat.serialized import EGraphView, parse
+from eqsat.serialized import EGraphView
 from rules.library import select, shape_rules
 
 from .horizontal import horizontal_unions
@@ -200,7 +200,7 @@ def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
     session = Session(rules, shape_rules())
     session.load(low.program, deadline)
     t0 = time.perf_counter()
-    before = input_program(parse(session.serialize()), low.originals, low.roots, cost).cost
+    before = input_program(session.view(), low.originals, low.roots, cost).cost
     per_node = EXTRACT_RESERVE * (time.perf_counter() - t0) / max(session.size(), 1)
     built = Built(session, before, per_node, MAX_RESERVE_SHARE * opts.seconds)
     deadline.check("build")
@@ -215,7 +215,7 @@ def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
                     deadline: Deadline | None = None) -> Extracted:
     """The cheapest program in the saturated e-graph; the input program when nothing is cheaper.
     The ILP gets ``ilp_seconds`` or what the deadline leaves after pricing, whichever is less."""
-    view = parse(built.session.serialize())
+    view = built.session.view()
     found = input_program(view, low.originals, low.roots)
     ilp_seconds = opts.ilp_seconds
     if deadline is not None:

@@ -4,7 +4,7 @@
 egglog's JSON serializer is quadratic in our e-graphs (a 2,048-way split→sigmoid→cat: 5.5 s for
 about 50k rows; 4,096 pieces: 16 s), and it exports every analysis table only for Python to drop
 them. ``freeze`` hands over the rows as values (0.04 s for the same e-graph); this reads the term
-constructors, the name bindings (``Name*`` rows and any global ``let``), ``shape``, ``dtype`` and
+constructors, the name bindings (``schema.NAME_CTORS`` rows and any global ``let``), ``shape``, ``dtype`` and
 ``IsParam``, and nothing else. Class ids are ``c<k>`` and e-node ids ``<ctor>-<row>``: opaque strings,
 like the serializer's.
 """

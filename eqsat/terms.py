@@ -8,6 +8,7 @@ parses text, and interns keys whose repr is not safe inside an egglog string.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -30,6 +31,7 @@ class Ref:
 @dataclass(frozen=True)
 class TList:
     items: tuple  # of Ref / Term
+    tail: Ref | None = None  # the rest of the list, bound by name (``Program`` splits long lists)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ def render(x: Any, sorts: Mapping[str, str] | None = None) -> str:
             return f"({x.ctor})"
         return f"({x.ctor} {' '.join(render(a, sorts) for a in x.args)})"
     if isinstance(x, TList):
-        out = "(TNil)"
+        out = render(x.tail, sorts) if x.tail is not None else "(TNil)"
         for item in reversed(x.items):
             out = f"(TCons {render(item, sorts)} {out})"
         return out
@@ -69,6 +71,10 @@ def render(x: Any, sorts: Mapping[str, str] | None = None) -> str:
     if isinstance(x, str):
         return json.dumps(x)
     raise TypeError(f"cannot render {x!r} as an egglog term")
+
+
+LIST_SEGMENT = 64  # list cells per egglog command
+_LIST_IDS = itertools.count()
 
 
 class Program:
@@ -85,14 +91,32 @@ class Program:
         return len(self.commands)
 
     def _r(self, x: Any) -> str:
-        return render(x, self.sorts)
+        return render(self._short_lists(x), self.sorts)
+
+    def _short_lists(self, x: Any) -> Any:
+        """``x`` with every list longer than ``LIST_SEGMENT`` bound segment by segment from its end:
+        egglog checks one deeply nested command in time quadratic in its depth (a 4,096-long cat:
+        4 s for the one command)."""
+        if isinstance(x, Term):
+            return Term(x.ctor, tuple(self._short_lists(a) for a in x.args))
+        if not isinstance(x, TList):
+            return x
+        items = tuple(self._short_lists(i) for i in x.items)
+        tail = x.tail
+        for start in reversed(range(LIST_SEGMENT, len(items), LIST_SEGMENT)):
+            name = f"$list{next(_LIST_IDS)}"  # unique across programs loaded into one session
+            self.sorts[name] = ops.TLIST
+            segment = TList(items[start:start + LIST_SEGMENT], tail)
+            self.commands.append(f"(set {render(Ref(name, ops.TLIST))} {render(segment, self.sorts)})")
+            tail = Ref(name, ops.TLIST)
+        return TList(items[:LIST_SEGMENT], tail)
 
     def let(self, name: str, term: Any) -> Ref:
-        """Bind ``term`` to the name ``name``: a ``Name`` e-node unioned with it (see
-        ``schema.NAME_CTORS``), found again by ``EGraphView.lets``."""
+        """Bind ``term`` to the name ``name``: a row of a name function (``schema.NAME_CTORS``),
+        found again by ``EGraphView.lets``."""
         ref = Ref(name, sort_of(term, self.sorts))
         self.sorts[name] = ref.sort
-        self.commands.append(f"(union {self._r(ref)} {self._r(term)})")
+        self.commands.append(f"(set {self._r(ref)} {self._r(term)})")
         return ref
 
     def same(self, x: Any, term: Any) -> None:

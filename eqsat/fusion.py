@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .ops import CTOR_CATEGORY, Category
 import networkx as nx
@@ -330,8 +330,13 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
     return list(out.values())
 
 
-def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: set[str]) -> float:
-    """Bytes a fused kernel moves: distinct outside reads, plus writes read outside it or kept."""
+def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: set[str],
+                part: Callable[[str], tuple[str, float, float]] | None = None) -> float:
+    """Bytes a fused kernel moves: distinct outside reads, plus writes read outside it or kept.
+
+    ``part(v)`` is (buffer, bytes of view v, bytes of the buffer): distinct views of one buffer (the
+    pieces of a split) read distinct bytes, so they add up, to at most the whole buffer.
+    """
     inside = {k.writes for k in group}
     ids = {k.index for k in group}
     reads: dict[str, float] = {}
@@ -339,6 +344,16 @@ def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: se
         for buf, nb in k.reads.items():
             if buf not in inside:
                 reads[buf] = max(reads.get(buf, 0.0), nb)
+    if part is not None:
+        pieces: dict[str, dict[str, float]] = {}
+        whole: dict[str, float] = {}
+        for v in {v for k in group for v in k.views}:
+            buf, nb, total = part(v)
+            if buf in reads:
+                pieces.setdefault(buf, {})[v] = min(nb, total)
+                whole[buf] = total
+        for buf, got in pieces.items():
+            reads[buf] = max(reads[buf], min(sum(got.values()), whole[buf]))
     writes = sum(k.out_bytes for k in group if k.writes in outputs or consumers.get(k.writes, set()) - ids)
     return sum(reads.values()) + writes
 
@@ -358,4 +373,9 @@ def plan_program(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_
     kept = {planner.base[r] for r in roots}  # outputs, and every buffer written into a cat slice
     for writers in planner.cat_writers.values():
         kept.update(writers)
-    return groups, sum(group_bytes(g, consumers, kept) for g in groups)
+
+    def part(v: str) -> tuple[str, float, float]:
+        buf = planner.base.get(v, v)
+        return buf, class_bytes(view, v) or 0.0, class_bytes(view, buf) or 0.0
+
+    return groups, sum(group_bytes(g, consumers, kept, part) for g in groups)

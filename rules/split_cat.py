@@ -120,4 +120,135 @@ CAT_NARROW_RUN = Rule(
     rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN]
+# <Rel>(l, S, i, j, tail): l starts with the cells of pieces i..j-1 of S, all of one shape (equal sections),
+# then tail; the run cannot be extended to the right (next cell not the next piece's, or the next piece
+# has another size). <Rel>Start(l, c): nor to the left. Equal shapes are compared as shape facts (table
+# lookups), so no vec-get ever reads past a split's sizes. A cell is a piece itself (cat on another dim
+# than the split's) or a piece unsqueezed at the cat dim (a stack spelled as a cat, below).
+def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
+    here, nxt, prev = cell("i"), cell("(+ i 1)"), cell("(- i 1)")
+    # <Rel>Cell(l, S, i, r, c): the cell l of a cat on c holds piece i of S. Joined from the TCons
+    # table directly, every rule below would scan all cons cells each iteration (see CatGet).
+    at = f"({rel}Cell l S i r c) (= S (Split x s d))"
+    same_size = "(= (shape (Get S (+ i 1))) (shape (Get S i)))"
+    return (
+        f"(relation {rel} (TList TTuple i64 i64 TList))",
+        f"(relation {rel}Start (TList i64))",
+        f"(relation {rel}Cell (TList TTuple i64 TList i64))",
+        f"(rule ((CatCell l c) (= l (TCons {here} r)) (= S (Split x s d)) {guard}) (({rel}Cell l S i r c)) {_A})",
+        # the neighbours' cells exist, so "this cell is not the next piece's" is decidable
+        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",
+        f"(rule ({at} (> i 0)) ({prev}) {_A})",
+        f"(rule ({at} (= r (TNil))) (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} (= (+ i 1) (vec-length s))) (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} (= r (TCons h u)) (= g {nxt}) (!= h g)) (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} (= r (TCons g u)) (= g {nxt}) (!= (shape (Get S (+ i 1))) (shape (Get S i))))"
+        f" (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} ({rel} r S (+ i 1) j tail) {same_size}) (({rel} l S i j tail)) {_A})",
+        f"(rule ((= e (Cat l c))) (({rel}Start l c)) {_A})",
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {cell('0')} u))) (({rel}Start r c)) {_A})",
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) (> i 0) (= g {prev}) (!= h g))"
+        f" (({rel}Start r c)) {_A})",
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) (> i 0) (= h {prev})"
+        f" (!= (shape (Get S (- i 1))) (shape (Get S i)))) (({rel}Start r c)) {_A})",
+    )
+
+
+# A stack whose list holds two consecutive pieces of a split (or of an unbind) and is not just that split's
+# pieces in order (stack_split_all and unbind_stack cover those) is also the cat of its elements
+# unsqueezed at the stack dim (built on demand: UnsqList(l, e, o), o is l with every element unsqueezed).
+# StackRun: two consecutive pieces from here on; StackEdge: a run boundary from here on.
+def _stack_cells(rel: str, piece) -> tuple[str, ...]:
+    here, nxt, prev = piece("i"), piece("(+ i 1)"), piece("(- i 1)")
+    at = f"({rel} l S i r e) (= S (Split x s d))"  # a cell relation, not a TCons scan (see CatGet)
+    return (
+        f"(relation {rel} (TList TTuple i64 TList i64))",
+        f"(rule ((StackCell l e) (= l (TCons {here} r)) (= S (Split x s d))) (({rel} l S i r e)) {_A})",
+        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",  # the neighbours' cells exist
+        f"(rule ({at} (> i 0)) ({prev}) {_A})",
+        f"(rule ({at} (= r (TCons {nxt} u))) ((StackRun l e)) {_A})",
+        f"(rule ({at} (= r (TCons h u)) (= g {nxt}) (!= h g)) ((StackEdge l e)) {_A})",
+        f"(rule ({at} (= r (TCons h u)) (= (+ i 1) (vec-length s))) ((StackEdge l e)) {_A})",
+        f"(rule ({at} (= r (TNil)) (< (+ i 1) (vec-length s))) ((StackEdge l e)) {_A})",
+        f"(rule ({at} (= t (Stack l e)) (> i 0)) ((StackEdge l e)) {_A})",
+        f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) (= i 0)) ((StackEdge l e)) {_A})",
+        f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) (> i 0) (= g {prev}) (!= h g))"
+        f" ((StackEdge l e)) {_A})",
+    )
+
+
+STACK_AS_CAT = (
+    "(relation StackCell (TList i64))",
+    "(relation StackRun (TList i64))",
+    "(relation StackEdge (TList i64))",
+    "(relation UnsqDemand (TList i64))",
+    "(relation UnsqList (TList i64 TList))",
+    f"(rule ((= t (Stack l e))) ((StackCell l e)) {_A})",
+    f"(rule ((StackCell l e) (= l (TCons h r))) ((StackCell r e)) {_A})",
+    *_stack_cells("StackGet", lambda i: f"(Get S {i})"),
+    *_stack_cells("StackUnbound", lambda i: f"(Squeeze (Get S {i}) d)"),
+    f"(rule ((StackCell l e) (= l (TCons h r)) (StackRun r e)) ((StackRun l e)) {_A})",
+    f"(rule ((StackCell l e) (= l (TCons h r)) (StackEdge r e)) ((StackEdge l e)) {_A})",
+    f"(rule ((= t (Stack l e)) (StackRun l e) (StackEdge l e)) ((UnsqDemand l e)) {_A})",
+    f"(rule ((UnsqDemand l e) (= l (TCons h r))) ((UnsqDemand r e)) {_A})",
+    f"(rule ((UnsqDemand l e) (= l (TNil))) ((UnsqList l e l)) {_A})",
+    f"(rule ((UnsqDemand l e) (= l (TCons h r)) (UnsqList r e o)) ((UnsqList l e (TCons (Unsqueeze h e) o))) {_A})",
+)
+
+
+def _run_rule(name: str, doc: str, rel: str, cell, cell_guard: str, run_guard: str,
+              derived: dict[str, tuple[str, str]], out: str, stack: bool = False) -> Rule:
+    """A maximal equal run of ≥ 2 cells (pieces i..j-1 of ``S = Split x s d``, m = j - i of k each;
+    x's shape sx) becomes the one cell ``out``, which reads a = offset(s, i) and the ``derived``
+    values (variable → (derived function, its arguments), demanded first)."""
+    run = (f"({rel}Start l c) ({rel} l S i j tail) (>= (- j i) 2) (= S (Split x s d)) (= sx (shape x))"
+           f" (= m (- j i)) (= k (vec-get s i)) {run_guard}")
+    demands = " ".join(f"({fn}-demand {args})" for fn, args in derived.values())
+    binds = " ".join(f"(= {v} ({fn} {args}))" for v, (fn, args) in derived.items())
+    commands = (f"(rule ({run}) ((offset-demand s i) {demands}))",
+                f"(rule ({run} (= a (offset s i)) {binds}) ((RunAlt l c (TCons {out} tail))))")
+    if stack:
+        commands += ("(rule ((= t (Stack l e)) (UnsqList l e o)) ((union t (Cat o e))))",)
+    return Rule(
+        name, "split_cat", doc, commands,
+        (STACK_AS_CAT if stack else ()) + CAT_CONTEXT + SPLIT_RUNS[:4] + _equal_runs(rel, cell, cell_guard)
+        + DERIVED["offset"].decls + DERIVED["splice"].decls + DERIVED["movedim-perm"].decls,
+        # a cat's list rebuilt (a stack's: as a cat): a new Cat e-node
+        rewrites=(frozenset({"Stack" if stack else "Cat"}), frozenset({"Cat"})),
+    )
+
+
+# the run's narrow unflattened (piece index at d), the piece index moved to the cat dim c
+_UNFLAT = {"u": ("splice", "sx d (vec-of m k)"), "p": ("movedim-perm", "(+ (vec-length sx) 1) d c")}
+_MOVED = "(Permute (View (Narrow x d a (* m k)) u) p)"
+
+CAT_SPLIT_RUN_OTHER_DIM = _run_rule(
+    "cat_split_run_other_dim",
+    "split_cat with cat dim != split dim: a maximal run of consecutive equal pieces anywhere inside a cat"
+    " is one narrow of the input, unflattened, its piece index moved to the cat dim and flattened",
+    "EqRun", lambda i: f"(Get S {i})", "(!= c d)", "", _UNFLAT,
+    f"(View {_MOVED} (vec-set (vec-set sx d k) c (* m (vec-get sx c))))")
+
+STACK_SPLIT_RUN = _run_rule(
+    "stack_split_run",
+    "split_stack_to_cats: a maximal run of consecutive equal pieces anywhere inside a stack is one narrow"
+    " of the input, unflattened, its piece index moved to the stack dim (the stack spelled as a cat of"
+    " unsqueezed elements)",
+    "UnsqRun", lambda i: f"(Unsqueeze (Get S {i}) c)", "", "", _UNFLAT, _MOVED, stack=True)
+
+UNBIND_CAT_RUN = _run_rule(
+    "unbind_cat_run",
+    "unbind_cat_to_view with other tensors: a maximal run of consecutive unbind pieces anywhere inside a"
+    " cat is one narrow of the input, its unbind dim moved to the cat dim and flattened into it",
+    "UnbindRun", lambda i: f"(Squeeze (Get S {i}) d)", "", "(= k 1)", {"p": ("movedim-perm", "(vec-length sx) d c")},
+    "(View (Permute (Narrow x d a m) p) (vec-set (vec-remove sx d) c (* m (vec-get (vec-remove sx d) c))))")
+
+UNBIND_STACK_RUN = _run_rule(
+    "unbind_stack_run",
+    "unbind_stack with other tensors: a maximal run of consecutive unbind pieces anywhere inside a stack is"
+    " one narrow of the input, its unbind dim moved to the stack dim",
+    "UnbindStackRun", lambda i: f"(Unsqueeze (Squeeze (Get S {i}) d) c)", "", "(= k 1)",
+    {"p": ("movedim-perm", "(vec-length sx) d c")}, "(Permute (Narrow x d a m) p)", stack=True)
+
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN,
+                  UNBIND_STACK_RUN]

@@ -72,6 +72,17 @@ def test_cat_of_views_of_an_input_copies_each_view_on_gpu():
     assert predict(p, [shuffled], CostModel.for_device("cpu")).kernels == 1
 
 
+def test_copies_of_the_pieces_of_one_input_read_all_of_them():
+    """One fused kernel copying every piece of a split reads the whole input (distinct slices add up),
+    not one piece's bytes: so a run of pieces is never priced cheaper than its one narrow."""
+    p = Program()
+    x, y = p.input((64, 128)), p.input((64, 32))
+    pieces = p.split(x, [32] * 4, 1)
+    cost = predict(p, [p.cat([y, *pieces], 1)], CostModel.for_device("cpu"))
+    read = (64 * 32 + 64 * 128) * 4
+    assert cost.bytes == read + read  # every byte of x and y read once, the output written once
+
+
 def test_cat_of_matmul_outputs_is_written_in_place():
     p = Program()
     x = p.input((64, 128))

@@ -1,0 +1,335 @@
+"""Split-cat shapes greedy Optimus turns back into one view of the input (issue 18), through eqsat.
+
+Programs are written the way Optimus' own split-cat tests exercise them (constants built inside the
+graph, pieces among other tensors). Each must be optimized (a named rule in ``rules_used``, the graph
+not skipped and not fallen back), equal eager forward and backward, and (slow) give Inductor no more
+CPU loop nests than Optimus does.
+"""
+import pytest
+import torch
+
+from bench.modes import compile_model
+from egraph_case import Case, pieces, tl, vec
+from fx_bridge import eqsat_backend, inductor_metrics
+
+
+def _ones(*shape):
+    return torch.ones(*shape)
+
+
+def cat_run_with_others(x):
+    """A run of every piece between two other tensors, on the split dim."""
+    return torch.cat([_ones(2, 5, 32, 16), *torch.split(x, 4, dim=1), _ones(2, 6, 32, 16)], dim=1)
+
+
+def cat_partial_run_with_others(x):
+    """Pieces 1..5 of eight between two other tensors: one narrow."""
+    s = torch.split(x, 4, dim=1)
+    return torch.cat([_ones(2, 5, 32, 16), *s[1:6], _ones(2, 6, 32, 16)], dim=1)
+
+
+def cat_other_dim_with_others(x):
+    """Every piece of a split on dim 1, between two other tensors, concatenated on dim 2."""
+    return torch.cat([_ones(2, 4, 32, 16), *torch.split(x, 4, dim=1), _ones(2, 4, 32, 16)], dim=2)
+
+
+def cat_other_dim_two_runs(x):
+    """Optimus' input_shuffling_dim_mismatch: two runs of pieces among other tensors, on dim 2."""
+    s = torch.split(x, 4, dim=1)
+    one = _ones(2, 4, 32, 16)
+    return torch.cat([one, s[1], s[2], s[3], one, s[5], s[6], s[7], one], dim=2)
+
+
+def cat_other_dim_last(x):
+    """A run of pieces then another tensor, concatenated on the last dim."""
+    s = torch.split(x, 4, dim=1)
+    return torch.cat([*s[2:6], _ones(2, 4, 32, 16)], dim=3)
+
+
+def stack_run_with_others(x):
+    """Optimus' split_stack_addn_args: every piece between other tensors, stacked on dim 1."""
+    s = torch.split(x, 4, dim=1)
+    return torch.stack([_ones(2, 4, 32, 16), *s, _ones(2, 4, 32, 16), _ones(2, 4, 32, 16)], dim=1)
+
+
+def stack_two_runs_other_dim(x):
+    """Optimus' input_shuffling_dim_mismatch_stack: two runs among other tensors, stacked on dim 2."""
+    s = torch.split(x, 4, dim=1)
+    one = _ones(2, 4, 32, 16)
+    return torch.stack([one, s[1], s[2], s[3], one, s[5], s[6], s[7], one], dim=2)
+
+
+def unbind_cat_with_others(x):
+    """Optimus' unbind_cat_addn_args: every unbind piece between two other tensors."""
+    return torch.cat([_ones(2, 32, 16), *torch.unbind(x, dim=1), _ones(2, 32, 16)], dim=1)
+
+
+def unbind_cat_runs_other_dim(x):
+    """Two runs of unbind pieces among another tensor, concatenated on the last dim."""
+    s = torch.unbind(x, dim=1)
+    return torch.cat([_ones(2, 32, 16), *s[3:9], _ones(2, 32, 16), *s[12:20]], dim=2)
+
+
+def shuffled_multiple_outputs(x):
+    """Optimus' input_shuffling_multiple_output: a run in a cat on another dim, a run in a stack, a piece
+    used elsewhere."""
+    s = torch.split(x, 4, dim=1)
+    cat1 = torch.cat([_ones(2, 4, 32, 16), s[1], s[2], s[3], _ones(2, 4, 32, 16)], dim=2)
+    stack1 = torch.stack([_ones(2, 4, 32, 16), s[4], s[5], _ones(2, 4, 32, 16)], dim=1)
+    return cat1, stack1, torch.relu(s[6])
+
+
+def unequal_split_multiple_outputs(x):
+    """Optimus' unequal_split_multiple_output: the same, the runs of equal pieces inside an uneven split."""
+    s = torch.split(x, [2, 4, 4, 4, 4, 4, 8, 2], dim=1)
+    cat1 = torch.cat([_ones(2, 4, 32, 16), s[1], s[2], s[3], _ones(2, 4, 32, 16)], dim=2)
+    stack1 = torch.stack([_ones(2, 4, 32, 16), s[4], s[5], _ones(2, 4, 32, 16)], dim=1)
+    return cat1, stack1, torch.relu(s[6])
+
+
+def unbind_stack_with_others(x):
+    """Optimus' unbind_stack_addn_args shape: every unbind piece between two other tensors, stacked."""
+    return torch.stack([_ones(2, 32, 16), *torch.unbind(x, dim=1), _ones(2, 32, 16)], dim=1)
+
+
+def unbind_stack_runs_last_dim(x):
+    """Two runs of unbind pieces among another tensor, stacked on a new last dim."""
+    s = torch.unbind(x, dim=1)
+    return torch.stack([_ones(2, 32, 16), *s[3:9], _ones(2, 32, 16), *s[12:20]], dim=3)
+
+
+def two_splits_interleaved(x1, x2):
+    """Optimus' multi_split_cat: runs of two splits of two inputs interleaved in one cat and one stack."""
+    a, b = torch.split(x1, 4, dim=1), torch.split(x2, 4, dim=1)
+    one = _ones(2, 4, 32, 16)
+    cat1 = torch.cat([one, a[1], a[2], a[3], one, b[1], b[2], b[3], one], dim=2)
+    stack1 = torch.stack([one, a[4], a[5], one, b[4], b[5], one], dim=1)
+    return cat1, stack1, torch.relu(a[6]), torch.relu(b[6])
+
+
+# (program, rules that must be used)
+CASES = {f.__name__: (f, rule) for f, rule in (
+    (cat_run_with_others, "cat_split_run"),
+    (cat_partial_run_with_others, "cat_split_run"),
+    (cat_other_dim_with_others, "cat_split_run_other_dim"),
+    (cat_other_dim_two_runs, "cat_split_run_other_dim"),
+    (cat_other_dim_last, "cat_split_run_other_dim"),
+    (stack_run_with_others, "stack_split_run"),
+    (stack_two_runs_other_dim, "stack_split_run"),
+    (unbind_cat_with_others, "unbind_cat_run"),
+    (unbind_cat_runs_other_dim, "unbind_cat_run"),
+    (shuffled_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
+    (unequal_split_multiple_outputs, "cat_split_run_other_dim stack_split_run"),
+    (two_splits_interleaved, "cat_split_run_other_dim stack_split_run"),
+    (unbind_stack_with_others, "unbind_stack_run"),
+    (unbind_stack_runs_last_dim, "unbind_stack_run"),
+)}
+
+
+def _eqsat(f, *xs):
+    backend = eqsat_backend(inner="eager", post_grad=False)
+    out = torch.compile(f, backend=backend)(*xs)
+    assert len(backend.reports) == 1, [r.summary() for r in backend.reports]
+    return out, backend.reports[0]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_optimized_and_equal_to_eager_forward_and_backward(name):
+    f, rules = CASES[name]
+    torch.manual_seed(0)
+    xs = [torch.randn(2, 32, 32, 16, requires_grad=True) for _ in range(f.__code__.co_argcount)]
+    xes = [x.detach().clone().requires_grad_() for x in xs]
+    out, report = _eqsat(f, *xs)
+    want = f(*xes)
+    torch.testing.assert_close(out, want)
+    weights = [torch.randn_like(w) for w in _outputs(want)]
+    sum((o * w).sum() for o, w in zip(_outputs(out), weights)).backward()
+    sum((o * w).sum() for o, w in zip(_outputs(want), weights)).backward()
+    torch.testing.assert_close([x.grad for x in xs], [x.grad for x in xes])
+    assert not report.skipped and not report.fallback, report.summary()
+    assert report.changed and all(report.rules_used.get(r) for r in rules.split()), report.summary()
+
+
+def _outputs(out):
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+class _Program(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, *xs):
+        return self.f(*xs)
+
+
+def _loop_nests(mode, f, xs):
+    """Inductor's CPU kernel counter (loop nests) for ``f`` compiled in bench mode ``mode``."""
+    inductor_metrics.cold_compile_reset()
+    inductor_metrics.reset()
+    with torch.no_grad(), inductor_metrics.inductor_config_patch(mode):
+        out = compile_model(mode, _Program(f)).fn(*xs)
+    torch.testing.assert_close(out, f(*xs))
+    return inductor_metrics.kernel_counts()["generated"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_inductor_kernels_no_more_than_optimus(name):
+    f, _ = CASES[name]
+    xs = [torch.randn(2, 32, 32, 16) for _ in range(f.__code__.co_argcount)]
+    alone, optimus, ours = (_loop_nests(m, f, xs) for m in ("inductor", "inductor_optimus", "eqsat"))
+    assert ours <= optimus and ours < alone, {"inductor": alone, "optimus": optimus, "eqsat": ours}
+
+
+# -- e-graph level: the rule's exact form, and near-misses it must leave alone ---------------------
+S = f"(Split $x {vec(2, 2, 2)} 1)"            # x: (4, 6) in three (4, 2) pieces; y: (4, 2)
+P = pieces(S, 3)
+
+
+def _other_dim_run(start, m):
+    """Pieces start..start+m-1 of S concatenated on dim 0, as the rule writes them."""
+    return (f"(View (Permute (View (Narrow $x 1 {2 * start} {2 * m}) {vec(4, m, 2)}) {vec(1, 0, 2)})"
+            f" {vec(4 * m, 2)})")
+
+
+OTHER_DIM_POSITIVE = [
+    ("middle", tl("$y", P[0], P[1], "$y"), tl("$y", _other_dim_run(0, 2), "$y")),
+    ("tail", tl("$y", P[1], P[2]), tl("$y", _other_dim_run(1, 2))),
+    ("head_then_piece", tl(P[0], P[1], "$y", P[2]), tl(_other_dim_run(0, 2), "$y", P[2])),
+    ("whole_split_and_more", tl(P[0], P[1], P[2], "$y"), tl(_other_dim_run(0, 3), "$y")),
+]
+
+
+@pytest.mark.parametrize("name, items, expected", OTHER_DIM_POSITIVE, ids=[p[0] for p in OTHER_DIM_POSITIVE])
+def test_other_dim_run_fires_and_unions(name, items, expected):
+    g = Case(["cat_split_run_other_dim"]).let("t", f"(Cat {items} 0)").run()
+    assert g.fired.get("cat_split_run_other_dim"), g.fired
+    assert g.same("$t", f"(Cat {expected} 0)")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} 0)")
+
+
+Z = pieces(f"(Split $z {vec(2, 2, 2)} 1)", 3)
+OTHER_DIM_NEGATIVE = [  # (name, items, a form it must not become)
+    ("wrong_order", tl("$y", P[1], P[0]), tl("$y", _other_dim_run(0, 2))),
+    ("gap", tl(P[0], P[2], "$y"), tl(_other_dim_run(0, 2), "$y")),
+    ("two_inputs", tl(P[0], Z[1], "$y"), tl(_other_dim_run(0, 2), "$y")),
+    ("run_of_one", tl("$y", P[1], "$y"), tl("$y", _other_dim_run(1, 1), "$y")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", OTHER_DIM_NEGATIVE, ids=[n[0] for n in OTHER_DIM_NEGATIVE])
+def test_other_dim_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Cat {items} 0)").run()
+    assert "cat_split_run_other_dim" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+def _stack_run(start, m, perm):
+    """Pieces start..start+m-1 of S stacked, as the rule writes them: the piece index moved by ``perm``."""
+    return f"(Permute (View (Narrow $x 1 {2 * start} {2 * m}) {vec(4, m, 2)}) {vec(*perm)})"
+
+
+STACK_POSITIVE = [  # (name, items, stack dim, the cat it equals)
+    ("middle", tl("$y", P[0], P[1], "$y"), 0,
+     tl("(Unsqueeze $y 0)", _stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
+    ("last_dim", tl(P[1], P[2], "$y"), 2, tl(_stack_run(1, 2, (0, 2, 1)), "(Unsqueeze $y 2)")),
+    ("split_dim", tl("$y", P[0], P[1], P[2]), 1, tl("(Unsqueeze $y 1)", _stack_run(0, 3, (0, 1, 2)))),
+]
+
+
+@pytest.mark.parametrize("name, items, dim, expected", STACK_POSITIVE, ids=[p[0] for p in STACK_POSITIVE])
+def test_stack_run_fires_and_unions(name, items, dim, expected):
+    g = Case(["stack_split_run"]).let("t", f"(Stack {items} {dim})").run()
+    assert g.fired.get("stack_split_run"), g.fired
+    assert g.same("$t", f"(Cat {expected} {dim})")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} {dim})")
+
+
+STACK_NEGATIVE = [  # (name, items, a cat it must not become)
+    ("wrong_order", tl("$y", P[1], P[0]), tl("(Unsqueeze $y 0)", _stack_run(0, 2, (1, 0, 2)))),
+    ("gap", tl(P[0], P[2], "$y"), tl(_stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
+    ("two_inputs", tl(P[0], Z[1], "$y"), tl(_stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", STACK_NEGATIVE, ids=[n[0] for n in STACK_NEGATIVE])
+def test_stack_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Stack {items} 0)").run()
+    assert "stack_split_run" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+U = f"(Split $x {vec(1, 1, 1, 1)} 0)"         # x.unbind(0), as lowering spells it: four (6,) pieces
+UP = pieces(U, 4, "(Squeeze {} 0)")
+
+
+def _unbind_run(start, m):
+    return f"(View (Permute (Narrow $x 0 {start} {m}) {vec(0, 1)}) {vec(6 * m)})"
+
+
+UNBIND_POSITIVE = [
+    ("middle", tl("$v6", UP[1], UP[2], "$v6"), tl("$v6", _unbind_run(1, 2), "$v6")),
+    ("two_runs", tl(UP[0], UP[1], "$v6", UP[2], UP[3]), tl(_unbind_run(0, 2), "$v6", _unbind_run(2, 2))),
+]
+
+
+@pytest.mark.parametrize("name, items, expected", UNBIND_POSITIVE, ids=[p[0] for p in UNBIND_POSITIVE])
+def test_unbind_run_fires_and_unions(name, items, expected):
+    g = Case(["unbind_cat_run"]).let("t", f"(Cat {items} 0)").run()
+    assert g.fired.get("unbind_cat_run"), g.fired
+    assert g.same("$t", f"(Cat {expected} 0)")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} 0)")
+
+
+SQ2 = pieces(f"(Split $x {vec(2, 2)} 0)", 2, "(Squeeze {} 0)")  # squeeze of a size-2 dim: no unbind
+UNBIND_NEGATIVE = [
+    ("wrong_order", tl("$v6", UP[2], UP[1]), tl("$v6", _unbind_run(1, 2))),
+    ("gap", tl(UP[0], UP[2], "$v6"), tl(_unbind_run(0, 2), "$v6")),
+    ("sections_of_two", tl(SQ2[0], SQ2[1], "$x"), tl("(Narrow $x 0 0 4)", "$x")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", UNBIND_NEGATIVE, ids=[n[0] for n in UNBIND_NEGATIVE])
+def test_unbind_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Cat {items} 0)").run()
+    assert "unbind_cat_run" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+UNBIND_STACK_POSITIVE = [  # (name, items, stack dim, the cat it equals)
+    ("middle", tl("$v6", UP[1], UP[2], "$v6"), 0,
+     tl("(Unsqueeze $v6 0)", f"(Permute (Narrow $x 0 1 2) {vec(0, 1)})", "(Unsqueeze $v6 0)")),
+    ("last_dim", tl(UP[0], UP[1], UP[2], "$v6"), 1,
+     tl(f"(Permute (Narrow $x 0 0 3) {vec(1, 0)})", "(Unsqueeze $v6 1)")),
+]
+
+
+@pytest.mark.parametrize("name, items, dim, expected", UNBIND_STACK_POSITIVE,
+                         ids=[p[0] for p in UNBIND_STACK_POSITIVE])
+def test_unbind_stack_run_fires_and_unions(name, items, dim, expected):
+    g = Case(["unbind_stack_run"]).let("t", f"(Stack {items} {dim})").run()
+    assert g.fired.get("unbind_stack_run"), g.fired
+    assert g.same("$t", f"(Cat {expected} {dim})")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} {dim})")
+
+
+UNBIND_STACK_NEGATIVE = [  # (name, items, a cat it must not become)
+    ("wrong_order", tl("$v6", UP[2], UP[1]), tl("(Unsqueeze $v6 0)", f"(Permute (Narrow $x 0 1 2) {vec(0, 1)})")),
+    ("gap", tl(UP[0], UP[2], "$v6"), tl(f"(Permute (Narrow $x 0 0 2) {vec(0, 1)})", "(Unsqueeze $v6 0)")),
+]
+
+
+@pytest.mark.parametrize("name, items, forbidden", UNBIND_STACK_NEGATIVE, ids=[n[0] for n in UNBIND_STACK_NEGATIVE])
+def test_unbind_stack_near_miss_is_left_alone(name, items, forbidden):
+    g = Case().let("t", f"(Stack {items} 0)").run()
+    assert "unbind_stack_run" not in g.fired, g.fired
+    assert not g.same("$t", f"(Cat {forbidden} 0)")
+
+
+@pytest.mark.parametrize("items", [tl(*P), tl(*UP)], ids=["split", "unbind"])
+def test_stack_of_every_piece_in_order_is_left_to_the_whole_split_rules(items):
+    """No run boundary: stack_split_all / unbind_stack say it already, so no cat spelling is built
+    (a 64-piece batch stack would otherwise cost seconds of saturation)."""
+    g = Case().let("t", f"(Stack {items} 0)").run()
+    assert not {"stack_split_run", "unbind_stack_run"} & set(g.fired), g.fired

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from collections import Counter
@@ -56,6 +57,7 @@ class Session:
 
     def __init__(self, rules: Iterable[Rule], shape_rules: Iterable[Rule] = ()):
         self._eg = bindings.EGraph()
+        self._analysis_sets: list[str] = []
         self._run(sorts())
         self.commands(dtype_facts())
         self.rules = list(rules)
@@ -77,6 +79,24 @@ class Session:
                     raise EGraphError(f"rule {r.name!r} does not compile: {e}") from None
         self.families = [f for f in families if f != ANALYSIS]
         self._rule_names = {r.name for r in self.rules}
+
+    # Analysis rules each get a ruleset of their own, saturated one after another (ANALYSIS_CHUNK
+    # per command) until a whole pass changes nothing: the same fixpoint as running them together.
+    # An egglog iteration costs every rule of its ruleset time that grows with the tables they read,
+    # and the analysis walks long lists one cell per iteration: 2,051 iterations of all 268 analysis
+    # rules on a 1,024-way split→sigmoid→cat took 4.0 s, each rule saturated alone 0.19 s
+    # (4,096 pieces: 0.77 s; before, ~9 iterations per piece over all rules, quadratic).
+    ANALYSIS_CHUNK = 16
+    _ANALYSIS_TAG = re.compile(rf":ruleset {ANALYSIS}(?=[\s)])")
+
+    def _own_analysis_rulesets(self, text: str) -> str:
+        """``text`` with each analysis rule moved to a new ruleset of its own (declared here)."""
+        def fresh(_match) -> str:
+            name = f"{ANALYSIS}-{len(self._analysis_sets)}"
+            self._analysis_sets.append(name)
+            self._run(f"(ruleset {name})")
+            return f":ruleset {name}"
+        return self._ANALYSIS_TAG.sub(fresh, text)
 
     # -- typed input ----------------------------------------------------------------------------
     def load(self, program: Program, deadline: Deadline | None = None) -> None:
@@ -115,7 +135,9 @@ class Session:
         return self._eg.run_program(*self._eg.parse_program(program))
 
     def command(self, text: str):
-        """Run one egglog command (or a few short ones)."""
+        """Run one egglog command (or a few short ones); analysis rules get rulesets of their own."""
+        if ":ruleset" in text:
+            text = self._own_analysis_rulesets(text)
         try:
             return self._run(text)
         except Exception as e:  # egglog raises EggSmolError with the parse/type error
@@ -207,20 +229,26 @@ class Session:
 
     def _analyse(self, deadline: Deadline, reserve: Callable[[int], float], log: SaturationLog | None,
                  keep: float = 0.0) -> bool:
-        """The analysis ruleset to a fixpoint, one iteration per command so the deadline can stop it
-        (or earlier, leaving ``keep`` seconds); whether anything changed. Rules that fire here count
-        in ``log`` (None: before any rewrite)."""
-        step = f"(run-schedule (run {ANALYSIS}))"
+        """The analysis rules to a fixpoint, each saturated on its own (see ``ANALYSIS_CHUNK``), the
+        deadline checked between commands (or stopping earlier, leaving ``keep`` seconds); whether
+        anything changed. Rules that fire here count in ``log`` (None: before any rewrite)."""
+        sets = self._analysis_sets
+        steps = [f"(run-schedule (seq {' '.join(f'(saturate (run {a}))' for a in sets[k:k + self.ANALYSIS_CHUNK])}))"
+                 for k in range(0, len(sets), self.ANALYSIS_CHUNK)]
         updated = False
         size = self.size()
-        while not deadline.out_of_time("analysis", reserve(size)) and deadline.left() > keep:
-            (out,) = self._run(step)
-            if log is not None:
-                self._count_fired(out, log)
-            if not out.report.updated:
-                break
-            updated = True
-        return updated
+        while True:
+            changed = False
+            for step in steps:
+                if deadline.out_of_time("analysis", reserve(size)) or deadline.left() <= keep:
+                    return updated
+                (out,) = self._run(step)
+                if log is not None:
+                    self._count_fired(out, log)
+                changed |= out.report.updated
+            updated |= changed
+            if not changed:
+                return updated
 
     def _count_fired(self, out, log: SaturationLog) -> None:
         for tag, k in out.report.num_matches_per_rule.items():

@@ -68,10 +68,18 @@ def frozen_view(eg: Any) -> EGraphView:
 
 def _decoders(eg: Any) -> dict[str, Callable[[Any], Any]]:
     """Primitive sort → Python value, as :func:`eqsat.serialized.parse` decodes literals."""
+    vecs: dict = {}  # shapes repeat: decode each distinct vector once
+
+    def ivec(v) -> tuple[int, ...]:
+        out = vecs.get(v)
+        if out is None:
+            out = vecs[v] = tuple(eg.value_to_i64(x) for x in eg.value_to_vec(v))
+        return out
+
     return {
         "i64": eg.value_to_i64,
         "String": eg.value_to_string,
         "f64": eg.value_to_f64,
         "bool": eg.value_to_bool,
-        "IVec": lambda v: tuple(eg.value_to_i64(x) for x in eg.value_to_vec(v)),
+        "IVec": ivec,
     }

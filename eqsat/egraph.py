@@ -91,7 +91,7 @@ class Session:
     # and the analysis walks long lists one cell per iteration: 2,051 iterations of all 268 analysis
     # rules on a 1,024-way split→sigmoid→cat took 4.0 s, each rule saturated alone 0.19 s
     # (4,096 pieces: 0.77 s; before, ~9 iterations per piece over all rules, quadratic).
-    ANALYSIS_CHUNK = 16
+    ANALYSIS_CHUNK = 1
     _ANALYSIS_TAG = re.compile(rf":ruleset {ANALYSIS}(?=[\s)])")
 
     def _own_analysis_rulesets(self, text: str) -> str:
@@ -195,9 +195,11 @@ class Session:
         log = SaturationLog()
         t0 = time.perf_counter()
         self.seed()
-        # The first analysis gets half the time: if it cannot reach a fixpoint by then (long lists),
-        # the rules start on the facts found so far and every iteration carries the analysis on.
-        self._analyse(deadline, reserve, None, keep=deadline.left() / 2)
+        # The first analysis gets half the time left after the extraction reserve: if it cannot reach a
+        # fixpoint by then (long lists), the rules start on the facts found so far and every
+        # iteration carries the analysis on.
+        kept = reserve(self.size())
+        self._analyse(deadline, reserve, None, keep=kept + (deadline.left() - kept) / 2)
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"
         step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)}))"

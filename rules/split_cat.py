@@ -148,26 +148,28 @@ def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
     # table directly, every rule below would scan all cons cells each iteration (see CatGet).
     at = f"({rel}Cell l S i r c) (= S (Split x s d))"
     same_size = "(NextGet S i _n) (= _p (Get S i)) (= (shape _n) (shape _p))"
+    # <Rel>Next / <Rel>Prev(S, i, c, g): g is the cell of piece i ± 1 (built in an action; see NEIGHBOURS)
     return (
         f"(relation {rel} (TList TTuple i64 i64 TList))",
         f"(relation {rel}Start (TList i64))",
         f"(relation {rel}Cell (TList TTuple i64 TList i64))",
+        f"(relation {rel}Next (TTuple i64 i64 Tensor))",
+        f"(relation {rel}Prev (TTuple i64 i64 Tensor))",
         f"(rule ((CatCell l c) (= l (TCons {here} r)) (= S (Split x s d)) {guard}) (({rel}Cell l S i r c)) {_A})",
         # the neighbours' cells exist, so "this cell is not the next piece's" is decidable
-        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",
-        f"(rule ({at} (> i 0)) ({prev}) {_A})",
+        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt} ({rel}Next S i c {nxt})) {_A})",
+        f"(rule ({at} (> i 0)) ({prev} ({rel}Prev S i c {prev})) {_A})",
         f"(rule ({at} (= r (TNil))) (({rel} l S i (+ i 1) r)) {_A})",
         f"(rule ({at} (= (+ i 1) (vec-length s))) (({rel} l S i (+ i 1) r)) {_A})",
-        f"(rule ({at} (= r (TCons h u)) (NextGet S i _n) (= g {_at(cell, '_n')}) (!= h g))"
-        f" (({rel} l S i (+ i 1) r)) {_A})",
-        f"(rule ({at} (= r (TCons g u)) (NextGet S i _n) (= g {_at(cell, '_n')}) (= _p (Get S i))"
+        f"(rule ({at} (= r (TCons h u)) ({rel}Next S i c g) (!= h g)) (({rel} l S i (+ i 1) r)) {_A})",
+        f"(rule ({at} (= r (TCons g u)) ({rel}Next S i c g) (NextGet S i _n) (= _p (Get S i))"
         f" (!= (shape _n) (shape _p))) (({rel} l S i (+ i 1) r)) {_A})",
         f"(rule ({at} ({rel} r S (+ i 1) j tail) {same_size}) (({rel} l S i j tail)) {_A})",
         f"(rule ((= e (Cat l c))) (({rel}Start l c)) {_A})",
         f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {cell('0')} u))) (({rel}Start r c)) {_A})",
-        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) (PrevGet S i _q) (= g {_at(cell, '_q')})"
-        f" (!= h g)) (({rel}Start r c)) {_A})",
-        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) (PrevGet S i _q) (= h {_at(cell, '_q')})"
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) ({rel}Prev S i c g) (!= h g))"
+        f" (({rel}Start r c)) {_A})",
+        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) ({rel}Prev S i c h) (PrevGet S i _q)"
         f" (= _p (Get S i)) (!= (shape _q) (shape _p))) (({rel}Start r c)) {_A})",
     )
 
@@ -181,17 +183,20 @@ def _stack_cells(rel: str, piece) -> tuple[str, ...]:
     at = f"({rel} l S i r e) (= S (Split x s d))"  # a cell relation, not a TCons scan (see CatGet)
     return (
         f"(relation {rel} (TList TTuple i64 TList i64))",
+        f"(relation {rel}Next (TTuple i64 i64 Tensor))",
+        f"(relation {rel}Prev (TTuple i64 i64 Tensor))",
         f"(rule ((StackCell l e) (= l (TCons {here} r)) (= S (Split x s d))) (({rel} l S i r e)) {_A})",
-        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt}) {_A})",  # the neighbours' cells exist
-        f"(rule ({at} (> i 0)) ({prev}) {_A})",
-        f"(rule ({at} (NextGet S i _n) (= r (TCons {_at(piece, '_n')} u))) ((StackRun l e)) {_A})",
-        f"(rule ({at} (= r (TCons h u)) (NextGet S i _n) (= g {_at(piece, '_n')}) (!= h g)) ((StackEdge l e)) {_A})",
+        # the neighbours' cells exist (built in an action with their cell, see NEIGHBOURS)
+        f"(rule ({at} (< (+ i 1) (vec-length s))) ({nxt} ({rel}Next S i e {nxt})) {_A})",
+        f"(rule ({at} (> i 0)) ({prev} ({rel}Prev S i e {prev})) {_A})",
+        f"(rule ({at} ({rel}Next S i e g) (= r (TCons g u))) ((StackRun l e)) {_A})",
+        f"(rule ({at} (= r (TCons h u)) ({rel}Next S i e g) (!= h g)) ((StackEdge l e)) {_A})",
         f"(rule ({at} (= r (TCons h u)) (= (+ i 1) (vec-length s))) ((StackEdge l e)) {_A})",
         f"(rule ({at} (= r (TNil)) (< (+ i 1) (vec-length s))) ((StackEdge l e)) {_A})",
         f"(rule ({at} (= t (Stack l e)) (> i 0)) ((StackEdge l e)) {_A})",
         f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) (= i 0)) ((StackEdge l e)) {_A})",
-        f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) (PrevGet S i _q)"
-        f" (= g {_at(piece, '_q')}) (!= h g)) ((StackEdge l e)) {_A})",
+        f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) ({rel}Prev S i e g) (!= h g))"
+        f" ((StackEdge l e)) {_A})",
     )
 
 

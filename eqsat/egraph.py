@@ -86,7 +86,8 @@ class Session:
         self._rule_names = {r.name for r in self.rules}
 
     # Analysis rules each get a ruleset of their own, saturated one after another (ANALYSIS_CHUNK
-    # per command) until a whole pass changes nothing: the same fixpoint as running them together.
+    # per command: 1, so the deadline is checked between any two rules; a command costs ~0.2 ms)
+    # until a whole pass changes nothing: the same fixpoint as running them together.
     # An egglog iteration costs every rule of its ruleset time that grows with the tables they read,
     # and the analysis walks long lists one cell per iteration: 2,051 iterations of all 268 analysis
     # rules on a 1,024-way split→sigmoid→cat took 4.0 s, each rule saturated alone 0.19 s

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
-#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale | wide | layout | soak | mend)
+#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | train | ddp | scale | wide | layout | soak | mend |
+#                                          parity | dump)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -42,6 +43,15 @@ for job in "$@"; do
     mend) timeout "${T_MEND:-540}" python3 -m fx_bridge.mend.bench_coldstart --device cuda --iters 30 \
             --models "${MEND_MODELS:-grounding-dino,plbart-fp16,vision-encoder-decoder,speech-encoder-decoder}" \
             > /tmp/job.txt 2>&1 ;;
+    # issue 18's programs (bench/models/parity.py) and dlrm: Inductor / Optimus / eqsat, inference and training
+    parity) timeout "${T_PARITY:-420}" python3 -m bench run --device cuda --size small \
+              --models "${PARITY_MODELS:-$(python3 -c 'from bench.models import REGISTRY; print(",".join(n for n in REGISTRY if n.startswith("parity_")))'),dlrm,split_stack_unbind}" \
+              --modes inductor,inductor_optimus,eqsat --train --min-seconds 0.2 --out "$out/parity" > /tmp/job.txt 2>&1
+            python3 -m bench report "$out/parity" >> /tmp/job.txt 2>&1
+            cat "$out/parity/report.md" >> /tmp/job.txt ;;
+    # the launch lines behind a count that differs between modes
+    dump) timeout "${T_DUMP:-200}" python3 -m bench.kernel_dump --device cuda --models ${DUMP_MODELS:-split_stack_unbind} \
+            ${DUMP_TRAIN:-} > /tmp/job.txt 2>&1 ;;
   esac
   { echo "== $job"; grep -v -i warn /tmp/job.txt | tail -"${TAIL:-80}"; } | tee -a "$out/jobs.txt"
 done

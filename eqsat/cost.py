@@ -87,9 +87,11 @@ class CostModel:
         out = class_bytes(view, node.eclass)
         if out is None:
             return UNKNOWN
+        if cat == Category.POINTWISE:  # a broadcast writes at most what it reads once fused
+            out = min(out, _pointwise_reads(view, node))
         cost = self.alpha * LAUNCH_SHARE[cat] + self.beta * WRITE_SHARE[cat] * out
         if cat in READS_INPUTS:
-            ins = [class_bytes(view, c) for c in node.children if view.sort.get(c) == "Tensor"]
+            ins = [_read_bytes(view, c, cat) for c in node.children if view.sort.get(c) == "Tensor"]
             if any(b is None for b in ins):
                 return UNKNOWN
             cost += self.beta * sum(ins)
@@ -109,6 +111,23 @@ class CostModel:
             return self.alpha + self.loop_cost * len(elems) + 2 * self.beta * sum(sizes)
         copied = [b for e, b in zip(elems, sizes) if not _written_in_place(view, e)]
         return (self.alpha if copied else 0.0) + self.loop_cost * len(copied) + 2 * self.beta * sum(copied)
+
+
+def _pointwise_reads(view: EGraphView, node: ENode) -> float:
+    ins = [class_bytes(view, c) for c in node.children if view.sort.get(c) == "Tensor"]
+    return float("inf") if any(b is None for b in ins) or not ins else sum(ins)
+
+
+def _read_bytes(view: EGraphView, cls: str, reader: Category) -> float | None:
+    """Bytes a reduction or norm reads from ``cls``: a pointwise producer fuses into it, so when the
+    class can be computed pointwise from smaller inputs (a broadcast product), those inputs are what
+    it reads (the whole-program model, ``eqsat.fusion``, checks the fusion really happens)."""
+    nbytes = class_bytes(view, cls)
+    if nbytes is None or reader not in FUSIBLE:
+        return nbytes
+    fused = [_pointwise_reads(view, view.nodes[n]) for n in view.classes.get(cls, ())
+             if CTOR_CATEGORY.get(view.nodes[n].ctor) == Category.POINTWISE]
+    return min([nbytes, *fused])
 
 
 def _written_in_place(view: EGraphView, cls: str) -> bool:

@@ -116,6 +116,39 @@ def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
         for c, n in choice.items())
 
 
+LOCAL_SEARCH_SECONDS = 2.0
+
+
+def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: Choice, start_cost: float,
+                  full: Choice, costs: dict[str, float], seconds: float) -> Choice | None:
+    """Hill climbing on the whole-program price: the per-node costs the ILP optimises cannot see that
+    a program which looks dearer node by node fuses into fewer kernels (``mm`` + ``relu`` against a
+    broadcast product, its sum and the ``relu`` in one kernel). Each step swaps one chosen class to
+    another of its nodes (its missing children tree-optimal) and keeps the swap when the program,
+    priced with fusion (``CostModel.program_cost``), gets strictly cheaper. Anytime: stops after
+    ``seconds``; None when nothing cheaper was found."""
+    t_end = time.perf_counter() + seconds
+    best, best_cost, improved = dict(start), start_cost, False
+    moved = True
+    while moved and time.perf_counter() < t_end:
+        moved = False
+        swaps = sorted(((costs[n] - costs[best[c]], c, n) for c in best for n in view.classes.get(c, ())
+                        if n != best[c] and all(k in full for k in view.nodes[n].children)),
+                       key=lambda t: (t[0], t[1], t[2]))
+        for _, cls, nid in swaps:
+            if time.perf_counter() >= t_end:
+                break
+            trial = {**full, **best, cls: nid}
+            if not is_acyclic(view, roots, trial):
+                continue
+            trial = reachable(view, roots, trial)
+            cost = model.program_cost(view, trial, roots).cost
+            if cost < best_cost * (1 - 1e-9):
+                best, best_cost, improved, moved = trial, cost, True, True
+                break
+    return best if improved else None
+
+
 def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,
             original: Choice | None = None, before: ProgramCost | None = None) -> Extraction:
     """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``.
@@ -142,7 +175,13 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
         candidates["input"] = reachable(view, roots, original)
     priced = {name: model.program_cost(view, ch, roots) for name, ch in candidates.items()
               if is_acyclic(view, roots, ch)}
-    order = ["input", "bottom_up", "ilp"]  # ties keep the input, then the simpler extractor
+    start = min(priced, key=lambda k: priced[k].cost)
+    searched = fusion_search(view, roots, model, candidates[start], priced[start].cost, full, costs,
+                             min(LOCAL_SEARCH_SECONDS, time_limit - (time.perf_counter() - t0)))
+    if searched is not None:
+        candidates["local"] = searched
+        priced["local"] = model.program_cost(view, searched, roots)
+    order = ["input", "bottom_up", "ilp", "local"]  # ties keep the input, then the simpler extractor
     name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
     return Extraction(candidates[name], priced[name].cost, name, time.perf_counter() - t0, priced[name],
                       before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})

@@ -109,6 +109,7 @@ class _Lowerer:
         self._memo: dict[str, Ref] = {}
         self.float_keys: set[str] = set()
         self.pinned: set[torch.fx.Node] = set()
+        self.input_writes: set[torch.fx.Node] = set()  # kept as effects, see confined_input_write
 
     # -- emitting --------------------------------------------------------------------------------
     def emit(self, term: Term, shape: Sequence[int] | None = None, dtype: str | None = None) -> Ref:
@@ -211,7 +212,19 @@ class _Lowerer:
                         isinstance(leaf, torch.Tensor) and any(torch_compat.is_symbolic(s) for s in leaf.shape)):
                     raise Unsupported(f"symbolic shape at {n.name}")
             if n.op in ("call_function", "call_method") and self.is_mutation(n):
-                raise Unsupported(f"mutation at {n.name} ({target_label(n)})")
+                if not self.confined_input_write(n):
+                    raise Unsupported(f"mutation at {n.name} ({target_label(n)})")
+                self.input_writes.add(n)
+
+    @staticmethod
+    def confined_input_write(n: torch.fx.Node) -> bool:
+        """An in-place op on an input, parameter or buffer that nothing else in the graph reads, whose
+        result is unused (BatchNorm's ``num_batches_tracked += 1``): when it runs relative to the
+        rest cannot change any value, so it is kept as an effect (an opaque root, run exactly once)
+        and the rest of the graph is optimized. Any other mutation skips the graph."""
+        target = n.args[0] if n.args else None
+        return (not n.users and isinstance(target, torch.fx.Node) and target.op in ("placeholder", "get_attr")
+                and set(target.users) == {n})
 
     @staticmethod
     def is_mutation(n: torch.fx.Node) -> bool:
@@ -257,7 +270,7 @@ class _Lowerer:
             first = next((k for k in ("input", "tensor", "self") if k in kwargs), None)
             if first is not None:
                 args = (kwargs.pop(first),)
-        if n in self.pinned:
+        if n in self.pinned or n in self.input_writes:
             return self.opaque(n, args, kwargs)
         if name is not None and not self.is_random(n, name):
             handler = HANDLERS.get(name)
@@ -306,7 +319,7 @@ class _Lowerer:
         else:
             raise Unsupported(f"{n.name} ({target_label(n)}) returns {type(val).__name__}")
         label = target_label(n)
-        effectful = (self.is_random(n, canonical_name(n) or "") or out == "none"
+        effectful = (self.is_random(n, canonical_name(n) or "") or out == "none" or n in self.input_writes
                      or torch_compat.aten_is_random(n.target) or label.split(".")[-1] in RANDOM_NAMES)
         unique = effectful or n in self.pinned
         ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if unique else "")

@@ -53,6 +53,8 @@ CONCAT_RULES = [
     _r("stack_unary", stack(each(lambda p: unary(f, p), as_), d), unary(f, stack(as_, d))),
     _r("cat_binary_same", cat(each(lambda p, q: binary(f, p, q), as_, bs, when=lambda p, q: [p.shape == q.shape]), d),
        binary(f, cat(as_, d), cat(bs, d))),
+    _r("stack_squeezed", stack(each(lambda p: squeeze(p, d), as_, when=lambda p: [p.shape[d] == 1]), d), cat(as_, d),
+       doc="stacking tensors squeezed at the stack dim is concatenating them (x[0], x[1], … stacked is x)"),
     _r("cat_binary_scalar", cat(each(lambda p: binary(f, p, y), as_, when=lambda p: [y.ndim == 0]), d),
        binary(f, cat(as_, d), y)),
 ]

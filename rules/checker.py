@@ -294,6 +294,15 @@ class Evaluator:
         A = self.tensor(a, self._rand_shape(2))
         return torch.mm(A, self.tensor(b, (A.shape[-1], self.rng.randint(1, 4))))
 
+    def _Bmm(self, t, a, b):
+        A = self.tensor(a, self._rand_shape(3))
+        return torch.bmm(A, self.tensor(b, (A.shape[0], A.shape[-1], self.rng.randint(1, 4))))
+
+    def _Addmm(self, t, c, a, b):
+        P = self._Mm(t, a, b)
+        return torch.addmm(self.tensor(c, P.shape[-1:] if self.rng.random() < 0.5 else P.shape), *(
+            self.env[id(v)] for v in (a, b)))
+
     def _Reduce(self, t, key, x, dims, keep):
         X = self.tensor(x)
         D = self.ivec(dims, lambda: tuple(sorted(self.rng.sample(range(X.ndim), self.rng.randint(1, X.ndim)))))

@@ -16,6 +16,7 @@ from .algebra import ALGEBRA_DSL, ALGEBRA_HAND
 from .basic import BASIC_DSL
 from .batch import BATCH_RULES
 from .compile import RuleError
+from .decompose import DECOMPOSE_DSL
 from .dsl import DslRule
 from .shape import SHAPE_RULES
 from .split_cat import SPLIT_CAT_DSL, SPLIT_CAT_HAND
@@ -25,7 +26,7 @@ _USER_RULES: list[Rule] = []
 
 def builtin_dsl_rules() -> list[DslRule]:
     """The built-in rules written in the DSL (``check`` runs on these)."""
-    return BASIC_DSL + SPLIT_CAT_DSL + ALGEBRA_DSL
+    return BASIC_DSL + SPLIT_CAT_DSL + ALGEBRA_DSL + DECOMPOSE_DSL
 
 
 @lru_cache(maxsize=1)

@@ -1,6 +1,6 @@
 """Benchmark models: name → builder(size, device, dtype) -> (module, example inputs)."""
 
-from bench.models import hf_blocks, recsys, split_cat
+from bench.models import hf_blocks, parity, recsys, split_cat
 
 REGISTRY = {
     "dhen": recsys.build_dhen,
@@ -16,6 +16,10 @@ REGISTRY = {
     "gpt2_block": hf_blocks.build_gpt2,
     "bert_layer": hf_blocks.build_bert,
     "t5_block": hf_blocks.build_t5,
+    **parity.BUILDERS,
 }
 
 NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block"})
+# issue 18's small programs: tested by tests/rules/test_split_cat_parity.py and tests/models/test_parity_models.py,
+# not by the suites that sweep every model (some return tuples, one is random)
+PARITY = frozenset(parity.BUILDERS)

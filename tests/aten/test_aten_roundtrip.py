@@ -28,7 +28,8 @@ def test_random_aten_graph_round_trips(rng: random.Random, n_ops: int):
         if n.op == "call_function":
             assert torch_compat.is_aten(n.target) or n.target.__module__ == "_operator", n.format_node()
             assert n.target in traced or torch_compat.inductor_lowers(n.target), n.format_node()
-    torch.testing.assert_close(aten_gm(*inputs), expected, equal_nan=True)
+    # decompose_mm sums products in another order than mm: float reassociation, not a wrong value
+    torch.testing.assert_close(aten_gm(*inputs), expected, equal_nan=True, rtol=1e-4, atol=1e-4)
 
 
 def test_scalar_minus_tensor_is_spelled_with_ops_inductor_lowers():

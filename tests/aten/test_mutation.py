@@ -134,3 +134,36 @@ def test_auto_functionalized_custom_op():
         _check(auto_functionalized, backend)
     (report,) = p.reports
     assert_optimized(report, "cat_split_all")
+
+
+def bump_counter(x, y, count):
+    """BatchNorm's ``num_batches_tracked += 1``: an input written in place that nothing else reads."""
+    count.add_(1)
+    return torch.cat([*torch.cat([x, y], 1).sigmoid().split(6, 1)], 1) + 1
+
+
+def test_pre_grad_keeps_a_write_to_an_unread_input_and_optimizes_the_rest():
+    backend = eqsat_backend(inner="eager")
+    x, y = _inputs()
+    count, eager_count = torch.zeros((), dtype=torch.long), torch.zeros((), dtype=torch.long)
+    expected = bump_counter(x, y, eager_count)
+    actual = torch.compile(bump_counter, backend=backend)(x, y, count)
+    torch.testing.assert_close(actual, expected)
+    assert count.item() == eager_count.item() == 1, "the write runs exactly once"
+    (report,) = backend.reports
+    assert_optimized(report, "cat_split_all")
+
+
+def test_batchnorm_training_is_optimized_and_updates_its_buffers_as_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)).train()
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)).train()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(16, 8)
+    backend = eqsat_backend(inner="eager")
+    out = torch.compile(lambda x: torch.cat([*model(x).split(4, 1)], 1).relu(), backend=backend)(x)
+    torch.testing.assert_close(out, torch.cat([*ref(x).split(4, 1)], 1).relu())
+    for (name, b), c in zip(model.named_buffers(), ref.buffers()):
+        torch.testing.assert_close(b, c, msg=name)
+    assert model[1].num_batches_tracked.item() == 1
+    assert any(r.changed and not r.skipped for r in backend.reports), [r.summary() for r in backend.reports]

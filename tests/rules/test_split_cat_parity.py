@@ -9,102 +9,13 @@ import pytest
 import torch
 
 from bench.modes import compile_model
+from bench.models.parity import (
+    cat_other_dim_last, cat_other_dim_two_runs, cat_other_dim_with_others, cat_partial_run_with_others,
+    cat_run_with_others, shuffled_multiple_outputs, stack_run_with_others, stack_two_runs_other_dim,
+    two_splits_interleaved, unbind_cat_runs_other_dim, unbind_cat_with_others, unbind_stack_runs_last_dim,
+    unbind_stack_with_others, unequal_split_multiple_outputs, Program)
 from egraph_case import Case, pieces, tl, vec
 from fx_bridge import eqsat_backend, inductor_metrics
-
-
-def _ones(*shape):
-    return torch.ones(*shape)
-
-
-def cat_run_with_others(x):
-    """A run of every piece between two other tensors, on the split dim."""
-    return torch.cat([_ones(2, 5, 32, 16), *torch.split(x, 4, dim=1), _ones(2, 6, 32, 16)], dim=1)
-
-
-def cat_partial_run_with_others(x):
-    """Pieces 1..5 of eight between two other tensors: one narrow."""
-    s = torch.split(x, 4, dim=1)
-    return torch.cat([_ones(2, 5, 32, 16), *s[1:6], _ones(2, 6, 32, 16)], dim=1)
-
-
-def cat_other_dim_with_others(x):
-    """Every piece of a split on dim 1, between two other tensors, concatenated on dim 2."""
-    return torch.cat([_ones(2, 4, 32, 16), *torch.split(x, 4, dim=1), _ones(2, 4, 32, 16)], dim=2)
-
-
-def cat_other_dim_two_runs(x):
-    """Optimus' input_shuffling_dim_mismatch: two runs of pieces among other tensors, on dim 2."""
-    s = torch.split(x, 4, dim=1)
-    one = _ones(2, 4, 32, 16)
-    return torch.cat([one, s[1], s[2], s[3], one, s[5], s[6], s[7], one], dim=2)
-
-
-def cat_other_dim_last(x):
-    """A run of pieces then another tensor, concatenated on the last dim."""
-    s = torch.split(x, 4, dim=1)
-    return torch.cat([*s[2:6], _ones(2, 4, 32, 16)], dim=3)
-
-
-def stack_run_with_others(x):
-    """Optimus' split_stack_addn_args: every piece between other tensors, stacked on dim 1."""
-    s = torch.split(x, 4, dim=1)
-    return torch.stack([_ones(2, 4, 32, 16), *s, _ones(2, 4, 32, 16), _ones(2, 4, 32, 16)], dim=1)
-
-
-def stack_two_runs_other_dim(x):
-    """Optimus' input_shuffling_dim_mismatch_stack: two runs among other tensors, stacked on dim 2."""
-    s = torch.split(x, 4, dim=1)
-    one = _ones(2, 4, 32, 16)
-    return torch.stack([one, s[1], s[2], s[3], one, s[5], s[6], s[7], one], dim=2)
-
-
-def unbind_cat_with_others(x):
-    """Optimus' unbind_cat_addn_args: every unbind piece between two other tensors."""
-    return torch.cat([_ones(2, 32, 16), *torch.unbind(x, dim=1), _ones(2, 32, 16)], dim=1)
-
-
-def unbind_cat_runs_other_dim(x):
-    """Two runs of unbind pieces among another tensor, concatenated on the last dim."""
-    s = torch.unbind(x, dim=1)
-    return torch.cat([_ones(2, 32, 16), *s[3:9], _ones(2, 32, 16), *s[12:20]], dim=2)
-
-
-def shuffled_multiple_outputs(x):
-    """Optimus' input_shuffling_multiple_output: a run in a cat on another dim, a run in a stack, a piece
-    used elsewhere."""
-    s = torch.split(x, 4, dim=1)
-    cat1 = torch.cat([_ones(2, 4, 32, 16), s[1], s[2], s[3], _ones(2, 4, 32, 16)], dim=2)
-    stack1 = torch.stack([_ones(2, 4, 32, 16), s[4], s[5], _ones(2, 4, 32, 16)], dim=1)
-    return cat1, stack1, torch.relu(s[6])
-
-
-def unequal_split_multiple_outputs(x):
-    """Optimus' unequal_split_multiple_output: the same, the runs of equal pieces inside an uneven split."""
-    s = torch.split(x, [2, 4, 4, 4, 4, 4, 8, 2], dim=1)
-    cat1 = torch.cat([_ones(2, 4, 32, 16), s[1], s[2], s[3], _ones(2, 4, 32, 16)], dim=2)
-    stack1 = torch.stack([_ones(2, 4, 32, 16), s[4], s[5], _ones(2, 4, 32, 16)], dim=1)
-    return cat1, stack1, torch.relu(s[6])
-
-
-def unbind_stack_with_others(x):
-    """Optimus' unbind_stack_addn_args shape: every unbind piece between two other tensors, stacked."""
-    return torch.stack([_ones(2, 32, 16), *torch.unbind(x, dim=1), _ones(2, 32, 16)], dim=1)
-
-
-def unbind_stack_runs_last_dim(x):
-    """Two runs of unbind pieces among another tensor, stacked on a new last dim."""
-    s = torch.unbind(x, dim=1)
-    return torch.stack([_ones(2, 32, 16), *s[3:9], _ones(2, 32, 16), *s[12:20]], dim=3)
-
-
-def two_splits_interleaved(x1, x2):
-    """Optimus' multi_split_cat: runs of two splits of two inputs interleaved in one cat and one stack."""
-    a, b = torch.split(x1, 4, dim=1), torch.split(x2, 4, dim=1)
-    one = _ones(2, 4, 32, 16)
-    cat1 = torch.cat([one, a[1], a[2], a[3], one, b[1], b[2], b[3], one], dim=2)
-    stack1 = torch.stack([one, a[4], a[5], one, b[4], b[5], one], dim=1)
-    return cat1, stack1, torch.relu(a[6]), torch.relu(b[6])
 
 
 # (program, rules that must be used)
@@ -154,21 +65,12 @@ def _outputs(out):
     return list(out) if isinstance(out, tuple) else [out]
 
 
-class _Program(torch.nn.Module):
-    def __init__(self, f):
-        super().__init__()
-        self.f = f
-
-    def forward(self, *xs):
-        return self.f(*xs)
-
-
 def _loop_nests(mode, f, xs):
     """Inductor's CPU kernel counter (loop nests) for ``f`` compiled in bench mode ``mode``."""
     inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     with torch.no_grad(), inductor_metrics.inductor_config_patch(mode):
-        out = compile_model(mode, _Program(f)).fn(*xs)
+        out = compile_model(mode, Program(f)).fn(*xs)
     torch.testing.assert_close(out, f(*xs))
     return inductor_metrics.kernel_counts()["generated"]
 

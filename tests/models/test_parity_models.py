@@ -1,0 +1,81 @@
+"""Issue 18's batch-fusion and glue programs (bench/models/parity.py) through eqsat: never skipped or
+fallen back, forward and gradients equal to eager (the split-cat ones are in
+tests/rules/test_split_cat_parity.py), the named rule used where eqsat has one, and (slow) no more
+CPU launches than Inductor alone."""
+import copy
+
+import pytest
+import torch
+
+from bench.models import REGISTRY
+from fx_bridge import eqsat_backend, inductor_metrics, torch_compat
+
+from optimized import assert_no_fallback
+
+# model → rules the chosen program must use (empty: eqsat may keep the input, it must not fail)
+CASES = {
+    "parity_linear_on_split_pieces": ("batch_linear",),
+    "parity_ten_linears": ("batch_linear",),
+    "parity_group_linear": (),
+    "parity_linear_batchnorm_branches": (),
+    "parity_batched_layernorms": (),
+    "parity_bmm_accumulate": (),
+    "parity_uneven_split_then_split": (),
+    "parity_split_getitems_out_of_order": (),
+    "parity_math_chain": ("cat_unary",),
+}
+
+
+def _outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_and_gradients_match_eager(name):
+    model, inputs = REGISTRY[name]("tiny")
+    model.train()
+    ref = copy.deepcopy(model)
+    xs = [x.detach().clone().requires_grad_() for x in inputs]
+    ref_xs = [x.detach().clone().requires_grad_() for x in inputs]
+    torch_compat.reset_dynamo()
+    backend = eqsat_backend(inner="eager")
+    out, want = _outputs(torch.compile(model, backend=backend)(*xs)), _outputs(ref(*ref_xs))
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
+    sum(o.sum() for o in out).backward()
+    sum(o.sum() for o in want).backward()
+    torch.testing.assert_close([x.grad for x in xs], [x.grad for x in ref_xs], rtol=1e-4, atol=1e-5)
+    for (pname, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=pname)
+    assert backend.reports
+    for report in backend.reports:
+        assert_no_fallback(report)
+    used = {r for report in backend.reports for r in report.rules_used}
+    assert set(CASES[name]) <= used, (name, used)
+
+
+def test_dropouts_run_once_each_and_keep_their_randomness():
+    """Dropout is random and effectful: eqsat keeps every one (a batched copy would add a draw)."""
+    model, (x,) = REGISTRY["parity_dropouts"]("tiny")
+    torch_compat.reset_dynamo()
+    backend = eqsat_backend(inner="eager")
+    out = torch.compile(model, backend=backend)(x)
+    assert out.shape == x.shape
+    kept = (out != 0)
+    torch.testing.assert_close(out[kept], x[kept] / 0.9)  # survivors scaled by 1/(1-p)
+    assert 0.8 < kept.float().mean().item() < 0.97
+    assert_no_fallback(backend.reports[0])
+
+
+def _launches(mode, name):
+    model, inputs = REGISTRY[name]("tiny")
+    inductor_metrics.cold_compile_reset()
+    with inductor_metrics.inductor_config_patch(mode), inductor_metrics.capture_output_code() as codes:
+        from bench.modes import compile_model
+        compile_model(mode, model.train()).fn(*inputs)
+    return inductor_metrics.launch_counts(codes)["total"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CASES) + ["parity_dropouts"])
+def test_no_more_launches_than_inductor_alone(name):
+    assert _launches("eqsat", name) <= _launches("inductor", name)

@@ -14,7 +14,6 @@ import time
 from eqsat.cost import CostModel
 from eqsat.egraph import Budget, Session
 from eqsat.extract import bottom_up, extract, is_acyclic
-from eqsat.serialized import parse
 from eqsat.terms import IVec, Program, Ref, Term, TList
 import rules.library as library
 
@@ -54,7 +53,7 @@ def build(target_nodes: int, rows: int = 512):
         out = _block(p, i, out)
     session.load(p)
     session.saturate(Budget(iterations=2, nodes=10**7, seconds=600))
-    view = parse(session.serialize())
+    view = session.view()
     return view, [view.lets[out.let]]
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
 #   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | dynamic | hf | hf_frozen | train | ddp |
-#                                          scale | layout | soak | mend | parity | dump)
+#                                          scale | wide | layout | soak | mend | parity | dump)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -57,6 +57,12 @@ for l in open(sys.argv[1]):
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \
            --size small > /tmp/job.txt 2>&1 ;;
     scale) timeout "${T_SCALE:-120}" python3 -m bench.pipeline_scale --nodes 1000 5000 > /tmp/job.txt 2>&1 ;;
+    # #14: the wide recsys model (256 sparse features at medium, a tower each; thousands of kernels in
+    # training): Inductor alone vs eqsat vs Inductor+Optimus, inference and training; rows stream
+    wide) timeout "${T_WIDE:-300}" python3 -m bench run --device cuda --size "${WIDE_SIZE:-medium}" --models wide_recsys \
+            --modes "${WIDE_MODES:-inductor,eqsat,inductor_optimus}" --train --out "$out/wide" > /tmp/job.txt 2>&1
+          python3 -m bench report "$out/wide" >> /tmp/job.txt 2>&1
+          cat "$out/wide/report.md" >> /tmp/job.txt ;;
     layout) timeout "${T_LAYOUT:-120}" python3 -m bench.layout_check --device cuda > /tmp/job.txt 2>&1 ;;
     soak) timeout "${T_SOAK:-480}" python3 -m bench.soak --cases "${CASES:-10000}" --workers "${WORKERS:-15}" \
             --out "$out/soak.jsonl" > /tmp/job.txt 2>&1 ;;

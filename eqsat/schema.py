@@ -17,6 +17,12 @@ from . import ops
 # Constructors whose e-nodes are tensor programs (the rest of the serialized e-graph is analysis).
 TERM_SORTS = (ops.TENSOR, ops.TTUPLE, ops.TLIST)
 
+# A bound name (``Program.let``) is a row of a name function, one per term sort: egglog's global
+# ``let`` makes a table per name, and every later command pays for all of them (40k lets: ~1 ms a
+# command; a 4,096-way split→cat took 13 s to load); a constructor unioned with its term leaves
+# every later rule iteration slower the more unions there were (4,000 names: 5× per iteration).
+NAME_CTORS = {"Name": ops.TENSOR, "NameTuple": ops.TTUPLE, "NameList": ops.TLIST}
+
 # Rulesets: one per rule family plus the analysis (shapes, dtypes, derived functions, list
 # relations), which always runs to a fixpoint. Rules that add analysis commands name it from here.
 ANALYSIS = "analysis"
@@ -46,7 +52,8 @@ def sorts() -> str:
     for ctor, (args, sort) in ops.constructors().items():
         by_sort[sort].append(f"({ctor}{''.join(' ' + a for a in args)})")
     body = "\n".join(f"  ({sort}\n" + "\n".join(f"    {c}" for c in cs) + ")" for sort, cs in by_sort.items())
-    return f"(sort IVec (Vec i64))\n(datatype*\n{body})\n{ANALYSIS_TABLES}"
+    names = "\n".join(f"(function {f} (String) {sort} :merge old)" for f, sort in NAME_CTORS.items())
+    return f"(sort IVec (Vec i64))\n(datatype*\n{body})\n{names}\n{ANALYSIS_TABLES}"
 
 
 def dtype_facts() -> list[str]:

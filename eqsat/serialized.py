@@ -12,7 +12,7 @@ from typing import Iterable
 
 import networkx as nx
 
-from .schema import TERM_SORTS
+from .schema import NAME_CTORS, TERM_SORTS
 
 Arg = tuple  # ("class", class_id) for a term child, ("lit", value) for a literal
 Choice = dict[str, str]  # e-class → chosen e-node id: a program read out of the e-graph
@@ -93,6 +93,9 @@ def parse(data: dict) -> EGraphView:
         op, ecls = node["op"], node["eclass"]
         if ecls in view.sort:
             if node.get("subsumed"):
+                continue
+            if op in NAME_CTORS:  # a bound name (Program.let), not a program e-node
+                view.lets[_decode(raw, node["children"][0])] = ecls
                 continue
             args = [("class", raw[c]["eclass"]) if raw[c]["eclass"] in view.sort else ("lit", _decode(raw, c))
                     for c in node["children"]]

@@ -8,21 +8,30 @@ parses text, and interns keys whose repr is not safe inside an egglog string.
 """
 from __future__ import annotations
 
+import itertools
 import json
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from . import ops
+from .schema import NAME_CTORS
+
+_NAME_OF_SORT = {sort: ctor for ctor, sort in NAME_CTORS.items()}
+_SORT_OF_CTOR = {ctor: sort for ctor, (_, sort) in ops.constructors().items()}
 
 
 @dataclass(frozen=True)
 class Ref:
-    """A tensor (or tuple) already bound with ``let``."""
+    """A tensor (or tuple, or list) already bound with ``let``; ``sort`` picks its name constructor."""
 
     let: str
+    sort: str = field(default=ops.TENSOR, compare=False)
 
 
 @dataclass(frozen=True)
 class TList:
     items: tuple  # of Ref / Term
+    tail: Ref | None = None  # the rest of the list, bound by name (``Program`` splits long lists)
 
 
 @dataclass(frozen=True)
@@ -39,17 +48,19 @@ class Term:
         return render(self)
 
 
-def render(x: Any) -> str:
+def render(x: Any, sorts: Mapping[str, str] | None = None) -> str:
+    """egglog text of a term value; ``sorts`` (name → sort) overrides the sort of a bare ``Ref(name)``."""
     if isinstance(x, Ref):
-        return x.let
+        sort = sorts.get(x.let, x.sort) if sorts else x.sort
+        return f"({_NAME_OF_SORT[sort]} {json.dumps(x.let)})"
     if isinstance(x, Term):
         if not x.args:
             return f"({x.ctor})"
-        return f"({x.ctor} {' '.join(render(a) for a in x.args)})"
+        return f"({x.ctor} {' '.join(render(a, sorts) for a in x.args)})"
     if isinstance(x, TList):
-        out = "(TNil)"
+        out = render(x.tail, sorts) if x.tail is not None else "(TNil)"
         for item in reversed(x.items):
-            out = f"(TCons {render(item)} {out})"
+            out = f"(TCons {render(item, sorts)} {out})"
         return out
     if isinstance(x, IVec):
         return f"(vec-of {' '.join(str(int(i)) for i in x.items)})" if x.items else "(vec-empty)"
@@ -62,6 +73,10 @@ def render(x: Any) -> str:
     raise TypeError(f"cannot render {x!r} as an egglog term")
 
 
+LIST_SEGMENT = 64  # list cells per egglog command
+_LIST_IDS = itertools.count()
+
+
 class Program:
     """Typed statements for an e-graph, rendered to egglog commands (``Session.load`` runs them).
 
@@ -70,28 +85,53 @@ class Program:
 
     def __init__(self):
         self.commands: list[str] = []
+        self.sorts: dict[str, str] = {}  # bound name → sort, so ``Ref(name)`` renders as its own sort
 
     def __len__(self) -> int:
         return len(self.commands)
 
+    def _r(self, x: Any) -> str:
+        return render(self._short_lists(x), self.sorts)
+
+    def _short_lists(self, x: Any) -> Any:
+        """``x`` with every list longer than ``LIST_SEGMENT`` bound segment by segment from its end:
+        egglog checks one deeply nested command in time quadratic in its depth (a 4,096-long cat:
+        4 s for the one command)."""
+        if isinstance(x, Term):
+            return Term(x.ctor, tuple(self._short_lists(a) for a in x.args))
+        if not isinstance(x, TList):
+            return x
+        items = tuple(self._short_lists(i) for i in x.items)
+        tail = x.tail
+        for start in reversed(range(LIST_SEGMENT, len(items), LIST_SEGMENT)):
+            name = f"$list{next(_LIST_IDS)}"  # unique across programs loaded into one session
+            self.sorts[name] = ops.TLIST
+            segment = TList(items[start:start + LIST_SEGMENT], tail)
+            self.commands.append(f"(set {render(Ref(name, ops.TLIST))} {render(segment, self.sorts)})")
+            tail = Ref(name, ops.TLIST)
+        return TList(items[:LIST_SEGMENT], tail)
+
     def let(self, name: str, term: Any) -> Ref:
-        """Bind ``term`` to the name ``name`` (names start with ``$``)."""
-        self.commands.append(f"(let {name} {render(term)})")
-        return Ref(name)
+        """Bind ``term`` to the name ``name``: a row of a name function (``schema.NAME_CTORS``),
+        found again by ``EGraphView.lets``."""
+        ref = Ref(name, sort_of(term, self.sorts))
+        self.sorts[name] = ref.sort
+        self.commands.append(f"(set {self._r(ref)} {self._r(term)})")
+        return ref
 
     def same(self, x: Any, term: Any) -> None:
         """``x`` and ``term`` are equal: unioned in one batch when saturation starts (``Session.seed``)."""
-        self.commands.append(f"(Same {render(x)} {render(term)})")
+        self.commands.append(f"(Same {self._r(x)} {self._r(term)})")
 
     def mark_param(self, x: Any) -> None:
         """``x`` is a parameter (a runtime value in training, foldable when frozen)."""
-        self.commands.append(f"(IsParam {render(x)})")
+        self.commands.append(f"(IsParam {self._r(x)})")
 
     def set_shape(self, x: Any, shape: Sequence[int]) -> None:
-        self.commands.append(f"(set (shape {render(x)}) {render(IVec(tuple(shape)))})")
+        self.commands.append(f"(set (shape {self._r(x)}) {render(IVec(tuple(shape)))})")
 
     def set_dtype(self, x: Any, dtype: str) -> None:
-        self.commands.append(f"(set (dtype {render(x)}) {render(dtype)})")
+        self.commands.append(f"(set (dtype {self._r(x)}) {render(dtype)})")
 
     def keeps_dtype(self, key: str) -> None:
         """Op key ``key`` (an op with attributes) keeps a floating dtype, as its op does."""
@@ -99,6 +139,18 @@ class Program:
 
     def extend(self, other: "Program") -> None:
         self.commands.extend(other.commands)
+        self.sorts.update(other.sorts)
+
+
+def sort_of(x: Any, sorts: Mapping[str, str] | None = None) -> str:
+    """The egglog sort of a term value."""
+    if isinstance(x, Ref):
+        return sorts.get(x.let, x.sort) if sorts else x.sort
+    if isinstance(x, TList):
+        return ops.TLIST
+    if isinstance(x, Term):
+        return _SORT_OF_CTOR[x.ctor]
+    raise TypeError(f"{x!r} is not a term")
 
 
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,=()[]-+ ':/<>")

@@ -123,9 +123,8 @@ class _Lowerer:
         if text in self._memo:
             return self._memo[text]
         self._count += 1
-        ref = Ref(f"$t{self._count}")
+        ref = self.out.program.let(f"$t{self._count}", term)
         self._memo[text] = ref
-        self.out.program.let(ref.let, term)
         self.out.originals[ref.let] = term
         if shape is not None:
             self.set_facts(ref, tuple(shape), dtype)

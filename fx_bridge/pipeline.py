@@ -23,7 +23,7 @@ from eqsat.extract import Extraction, extract
 from eqsat.original import InputProgram, input_program
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
-from eqsat.serialized import EGraphView, parse
+from eqsat.serialized import EGraphView
 from eqsat.sizes import SizeOverflow, hint_shapes
 from rules.library import select, shape_rules
 
@@ -246,7 +246,7 @@ def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
 def view_of(session: Session, low: Lowered) -> EGraphView:
     """The saturated e-graph as extraction reads it; shapes of a symbolic graph at Dynamo's size
     hints, so its program is chosen as for the static graph of the hint."""
-    view = parse(session.serialize())
+    view = session.view()
     if low.sizes:
         view.shape = hint_shapes(view.shape, low.sizes.table)
     return view

@@ -8,6 +8,7 @@ REGISTRY = {
     "interformer": recsys.build_interformer,
     "dlrm": recsys.build_dlrm,
     "recsys_tower": recsys.build_recsys_tower,
+    "wide_recsys": recsys.build_wide_recsys,
     "split_cat_64": split_cat.build_split_cat_64,
     "split_cat_mixed": split_cat.build_split_cat_mixed,
     "split_stack_unbind": split_cat.build_split_stack_unbind,

@@ -236,3 +236,42 @@ def build_recsys_tower(size: str | int = "small", device="cpu", dtype=torch.floa
     features, dim = pick(size, tiny=4, small=32, medium=128, large=512), 8
     model = RecsysTower(features, dim)
     return finish(model, (randn(gen, _batch(size), features * dim, device=device, dtype=dtype),), device, dtype)
+
+
+class WideRecsys(nn.Module):
+    """Optimus' production case in miniature: hundreds of sparse features, each with a tower of its own.
+
+    Every feature's ids are pooled from one embedding table (offset per feature: one gather); the
+    pooled row is split per feature, each piece gets a small tower and a sigmoid gate (hundreds of
+    same-shaped linears: horizontal fusion), the gated pieces are glued by cat, split again into
+    feature groups with a mixing linear each (split/cat glue: vertical), and a top MLP reads both.
+    """
+
+    def __init__(self, features: int, rows: int, dim: int, group: int):
+        super().__init__()
+        self.dim, self.group_width = dim, group * dim
+        self.embedding = nn.EmbeddingBag(features * rows, dim, mode="sum")
+        self.register_buffer("offsets", torch.arange(features) * rows, persistent=False)
+        self.towers = nn.ModuleList(_mlp(dim, dim, dim) for _ in range(features))
+        self.mix = nn.ModuleList(nn.Linear(self.group_width, dim) for _ in range(features // group))
+        self.top = _mlp(features * dim + (features // group) * dim, 256, 64, 1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        batch, features, bag = ids.shape
+        flat = (ids + self.offsets[None, :, None]).reshape(batch * features, bag)
+        pooled = self.embedding(flat).reshape(batch, features * self.dim)
+        pieces = torch.split(pooled, self.dim, dim=1)
+        wide = torch.cat([torch.sigmoid(tower(p)) * p for tower, p in zip(self.towers, pieces)], dim=1)
+        groups = torch.split(wide, self.group_width, dim=1)
+        mixed = torch.cat([torch.relu(mix(g)) for mix, g in zip(self.mix, groups)], dim=1)
+        return torch.sigmoid(self.top(torch.cat([wide, mixed], dim=1)))
+
+
+def build_wide_recsys(size: str | int = "small", device="cpu", dtype=torch.float32):
+    """Wide recsys: size = number of sparse features (256 at "medium": thousands of Inductor kernels
+    in training), 8 features per group, dim 16, bags of 4 ids from 100 rows per feature."""
+    gen = seeded(6)
+    features, rows, dim, bag = pick(size, tiny=8, small=64, medium=256, large=512), 100, 16, 4
+    model = WideRecsys(features, rows, dim, group=8)
+    ids = torch.randint(0, rows, (_batch(size), features, bag), generator=gen).to(device)
+    return finish(model, (ids,), device, dtype)

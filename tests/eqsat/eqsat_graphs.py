@@ -12,6 +12,11 @@ from eqsat.serialized import Choice, EGraphView, parse
 from eqsat.terms import IVec, Ref, Term, TList
 
 
+def union(a: str, b: str) -> str:
+    """A raw egglog ``union`` of two bound tensors (names are ``Name`` e-nodes, not globals)."""
+    return f"(union {terms.render(Ref(a))} {terms.render(Ref(b))})"
+
+
 @dataclass
 class Program:
     """Terms bound one ``let`` each (names ``$v1``, ``$v2``, …) with float32 shape facts."""

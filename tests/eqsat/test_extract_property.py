@@ -6,7 +6,7 @@ import rules.library as library
 from eqsat.cost import CostModel
 from eqsat.extract import extract, is_acyclic, is_complete
 from eqsat.rule import Rule
-from eqsat_graphs import Program, input_choice, input_in, roots_of, view_of
+from eqsat_graphs import Program, input_choice, input_in, roots_of, union, view_of
 
 EXTRA_RULES = [
     Rule("relu_idem", "algebra", "relu(relu(x)) = relu(x)",
@@ -52,7 +52,7 @@ def random_program(steps):
             (l1, w1, b1), (l2, w2, b2) = lins[:2]
             fused = p.linear(x, p.cat([w1, w2], 0), p.cat([b1, b2], 0))
             g1, g2 = p.split(fused, [64, 64], 1)
-            unions += [f"(union {l1} {g1})", f"(union {l2} {g2})"]
+            unions += [union(l1, g1), union(l2, g2)]
     return p, vals[2:] or vals, unions
 
 

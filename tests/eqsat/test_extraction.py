@@ -3,7 +3,7 @@ import sys
 
 from eqsat.cost import CostModel
 from eqsat.extract import bottom_up, extract, is_acyclic, is_complete
-from eqsat_graphs import Program, input_choice, input_in, roots_of, view_of
+from eqsat_graphs import Program, input_choice, input_in, roots_of, union, view_of
 
 FROZEN = CostModel(frozen_params=True)
 
@@ -17,7 +17,7 @@ def two_linears_with_fused_form():
     outs = [p.unary("relu", l1), p.unary("relu", l2)]
     fused = p.linear(x, p.cat([w1, w2], 0), p.cat([b1, b2], 0))
     g1, g2 = p.split(fused, [256, 256], 1)
-    return p, outs, [f"(union {l1} {g1})", f"(union {l2} {g2})"]
+    return p, outs, [union(l1, g1), union(l2, g2)]
 
 
 def test_fused_linear_wins_under_dag_cost_but_not_tree_cost():
@@ -53,7 +53,7 @@ def test_cycles_in_the_egraph_are_broken():
     b = p.unary("neg", a)
     c = p.unary("neg", b)
     out = p.unary("exp", a)
-    view = view_of(p, extra=[f"(union {c} {a})"])  # a = neg(neg(a)): a two-class cycle
+    view = view_of(p, extra=[union(c, a)])  # a = neg(neg(a)): a two-class cycle
     roots = roots_of(view, [out])
     res = extract(view, roots, CostModel())
     assert is_acyclic(view, roots, res.choice) and is_complete(view, roots, res.choice)

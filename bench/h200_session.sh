@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
 #   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | dynamic | hf | hf_frozen | train | ddp |
-#                                          scale | wide | layout | soak | mend | parity | dump)
+#                                          scale | wide | layout | soak | mend | parity | dump |
+#                                          freezecheck)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -76,6 +77,9 @@ for l in open(sys.argv[1]):
               --modes inductor,inductor_optimus,eqsat --train --min-seconds 0.2 --out "$out/parity" > /tmp/job.txt 2>&1
             python3 -m bench report "$out/parity" >> /tmp/job.txt 2>&1
             cat "$out/parity/report.md" >> /tmp/job.txt ;;
+    # which rewrite makes a model wrong under freezing
+    freezecheck) timeout "${T_FREEZE:-150}" python3 -m bench.freezing_check --device cuda --model "${FREEZE_MODEL:-bart}" \
+                   > /tmp/job.txt 2>&1 ;;
     # the launch lines behind a count that differs between modes
     dump) timeout "${T_DUMP:-200}" python3 -m bench.kernel_dump --device cuda --models ${DUMP_MODELS:-split_stack_unbind} \
             ${DUMP_TRAIN:-} > /tmp/job.txt 2>&1 ;;

@@ -33,6 +33,12 @@ class EqsatBackend:
         if kwargs.get("options"):
             opts = Options.of({**_fields(self.options), **kwargs["options"]})
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params()
+        if frozen and _on_gpu(example_inputs) and "batch_layernorm" not in opts.disabled:
+            # Measured on an H200 (torch 2.11, bench.freezing_check): GPU Inductor with freezing
+            # miscompiles BART's batched layer norms next to batched linears (max error 0.058; the same
+            # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
+            # batched layer norms where Inductor freezes on a GPU: never a wrong answer.
+            opts = Options.of({**_fields(opts), "disabled": [*opts.disabled, "batch_layernorm"]})
         new_gm, report = optimize_or_keep(gm, example_inputs, opts, frozen, _trains(gm, example_inputs))
         self.reports.append(report)
         compile_fx = self._inner(opts)
@@ -102,3 +108,7 @@ def eqsat_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwa
 def last_reports() -> list[Report]:
     """Reports of graphs compiled with ``backend="eqsat"`` (the shared default backend)."""
     return _default.reports
+
+
+def _on_gpu(example_inputs: Sequence[Any]) -> bool:
+    return any(isinstance(x, torch.Tensor) and x.device.type != "cpu" for x in example_inputs)

@@ -28,7 +28,8 @@ def test_bench_model_training_matches_eager(name):
         pytest.importorskip("transformers")
     model, inputs = REGISTRY[name]("tiny", "cpu", torch.float32)
     backend, p = pass_backend()
-    compare_training(model.train(), inputs, backend)
+    # transformer blocks: batched and decomposed matmuls sum in another order (float reassociation)
+    compare_training(model.train(), inputs, backend, atol=1e-4 if name in NEEDS_TRANSFORMERS else 1e-5)
     assert len(p.reports) >= 2, "forward and backward graphs both reach the pass"
     assert not any(r.skipped for r in p.reports), [r.skipped for r in p.reports]
 

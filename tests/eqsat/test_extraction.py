@@ -83,7 +83,7 @@ def three_projections(rows: int = 64, width: int = 64):
     outs = [p.unary("relu", y) for y in lins]
     fused = p.linear(x, p.cat(ws, 0), p.cat(bs, 0))
     pieces = p.split(fused, [width] * 3, 1)
-    return p, outs, [f"(union {y} {g})" for y, g in zip(lins, pieces)]
+    return p, outs, [union(y, g) for y, g in zip(lins, pieces)]
 
 
 def test_training_step_price_counts_the_gradient_matmuls():

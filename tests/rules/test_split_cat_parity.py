@@ -103,14 +103,6 @@ OTHER_DIM_POSITIVE = [
 ]
 
 
-@pytest.mark.parametrize("name, items, expected", OTHER_DIM_POSITIVE, ids=[p[0] for p in OTHER_DIM_POSITIVE])
-def test_other_dim_run_fires_and_unions(name, items, expected):
-    g = Case(["cat_split_run_other_dim"]).let("t", f"(Cat {items} 0)").run()
-    assert g.fired.get("cat_split_run_other_dim"), g.fired
-    assert g.same("$t", f"(Cat {expected} 0)")
-    assert g.shape("$t") == g.shape(f"(Cat {expected} 0)")
-
-
 Z = pieces(f"(Split $z {vec(2, 2, 2)} 1)", 3)
 OTHER_DIM_NEGATIVE = [  # (name, items, a form it must not become)
     ("wrong_order", tl("$y", P[1], P[0]), tl("$y", _other_dim_run(0, 2))),
@@ -118,13 +110,6 @@ OTHER_DIM_NEGATIVE = [  # (name, items, a form it must not become)
     ("two_inputs", tl(P[0], Z[1], "$y"), tl(_other_dim_run(0, 2), "$y")),
     ("run_of_one", tl("$y", P[1], "$y"), tl("$y", _other_dim_run(1, 1), "$y")),
 ]
-
-
-@pytest.mark.parametrize("name, items, forbidden", OTHER_DIM_NEGATIVE, ids=[n[0] for n in OTHER_DIM_NEGATIVE])
-def test_other_dim_near_miss_is_left_alone(name, items, forbidden):
-    g = Case().let("t", f"(Cat {items} 0)").run()
-    assert "cat_split_run_other_dim" not in g.fired, g.fired
-    assert not g.same("$t", f"(Cat {forbidden} 0)")
 
 
 def _stack_run(start, m, perm):
@@ -140,26 +125,11 @@ STACK_POSITIVE = [  # (name, items, stack dim, the cat it equals)
 ]
 
 
-@pytest.mark.parametrize("name, items, dim, expected", STACK_POSITIVE, ids=[p[0] for p in STACK_POSITIVE])
-def test_stack_run_fires_and_unions(name, items, dim, expected):
-    g = Case(["stack_split_run"]).let("t", f"(Stack {items} {dim})").run()
-    assert g.fired.get("stack_split_run"), g.fired
-    assert g.same("$t", f"(Cat {expected} {dim})")
-    assert g.shape("$t") == g.shape(f"(Cat {expected} {dim})")
-
-
 STACK_NEGATIVE = [  # (name, items, a cat it must not become)
     ("wrong_order", tl("$y", P[1], P[0]), tl("(Unsqueeze $y 0)", _stack_run(0, 2, (1, 0, 2)))),
     ("gap", tl(P[0], P[2], "$y"), tl(_stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
     ("two_inputs", tl(P[0], Z[1], "$y"), tl(_stack_run(0, 2, (1, 0, 2)), "(Unsqueeze $y 0)")),
 ]
-
-
-@pytest.mark.parametrize("name, items, forbidden", STACK_NEGATIVE, ids=[n[0] for n in STACK_NEGATIVE])
-def test_stack_near_miss_is_left_alone(name, items, forbidden):
-    g = Case().let("t", f"(Stack {items} 0)").run()
-    assert "stack_split_run" not in g.fired, g.fired
-    assert not g.same("$t", f"(Cat {forbidden} 0)")
 
 
 U = f"(Split $x {vec(1, 1, 1, 1)} 0)"         # x.unbind(0), as lowering spells it: four (6,) pieces
@@ -176,27 +146,12 @@ UNBIND_POSITIVE = [
 ]
 
 
-@pytest.mark.parametrize("name, items, expected", UNBIND_POSITIVE, ids=[p[0] for p in UNBIND_POSITIVE])
-def test_unbind_run_fires_and_unions(name, items, expected):
-    g = Case(["unbind_cat_run"]).let("t", f"(Cat {items} 0)").run()
-    assert g.fired.get("unbind_cat_run"), g.fired
-    assert g.same("$t", f"(Cat {expected} 0)")
-    assert g.shape("$t") == g.shape(f"(Cat {expected} 0)")
-
-
 SQ2 = pieces(f"(Split $x {vec(2, 2)} 0)", 2, "(Squeeze {} 0)")  # squeeze of a size-2 dim: no unbind
 UNBIND_NEGATIVE = [
     ("wrong_order", tl("$v6", UP[2], UP[1]), tl("$v6", _unbind_run(1, 2))),
     ("gap", tl(UP[0], UP[2], "$v6"), tl(_unbind_run(0, 2), "$v6")),
     ("sections_of_two", tl(SQ2[0], SQ2[1], "$x"), tl("(Narrow $x 0 0 4)", "$x")),
 ]
-
-
-@pytest.mark.parametrize("name, items, forbidden", UNBIND_NEGATIVE, ids=[n[0] for n in UNBIND_NEGATIVE])
-def test_unbind_near_miss_is_left_alone(name, items, forbidden):
-    g = Case().let("t", f"(Cat {items} 0)").run()
-    assert "unbind_cat_run" not in g.fired, g.fired
-    assert not g.same("$t", f"(Cat {forbidden} 0)")
 
 
 UNBIND_STACK_POSITIVE = [  # (name, items, stack dim, the cat it equals)
@@ -207,25 +162,36 @@ UNBIND_STACK_POSITIVE = [  # (name, items, stack dim, the cat it equals)
 ]
 
 
-@pytest.mark.parametrize("name, items, dim, expected", UNBIND_STACK_POSITIVE,
-                         ids=[p[0] for p in UNBIND_STACK_POSITIVE])
-def test_unbind_stack_run_fires_and_unions(name, items, dim, expected):
-    g = Case(["unbind_stack_run"]).let("t", f"(Stack {items} {dim})").run()
-    assert g.fired.get("unbind_stack_run"), g.fired
-    assert g.same("$t", f"(Cat {expected} {dim})")
-    assert g.shape("$t") == g.shape(f"(Cat {expected} {dim})")
-
-
 UNBIND_STACK_NEGATIVE = [  # (name, items, a cat it must not become)
     ("wrong_order", tl("$v6", UP[2], UP[1]), tl("(Unsqueeze $v6 0)", f"(Permute (Narrow $x 0 1 2) {vec(0, 1)})")),
     ("gap", tl(UP[0], UP[2], "$v6"), tl(f"(Permute (Narrow $x 0 0 2) {vec(0, 1)})", "(Unsqueeze $v6 0)")),
 ]
 
 
-@pytest.mark.parametrize("name, items, forbidden", UNBIND_STACK_NEGATIVE, ids=[n[0] for n in UNBIND_STACK_NEGATIVE])
-def test_unbind_stack_near_miss_is_left_alone(name, items, forbidden):
-    g = Case().let("t", f"(Stack {items} 0)").run()
-    assert "unbind_stack_run" not in g.fired, g.fired
+# (rule, constructor, case, items, dim, the cat it equals) and (rule, constructor, case, items, a cat it
+# must not become): every run rule's exact form and its near-misses, checked the same way
+POSITIVE = ([("cat_split_run_other_dim", "Cat", n, items, 0, want) for n, items, want in OTHER_DIM_POSITIVE]
+            + [("stack_split_run", "Stack", *row) for row in STACK_POSITIVE]
+            + [("unbind_cat_run", "Cat", n, items, 0, want) for n, items, want in UNBIND_POSITIVE]
+            + [("unbind_stack_run", "Stack", *row) for row in UNBIND_STACK_POSITIVE])
+NEGATIVE = ([("cat_split_run_other_dim", "Cat", *row) for row in OTHER_DIM_NEGATIVE]
+            + [("stack_split_run", "Stack", *row) for row in STACK_NEGATIVE]
+            + [("unbind_cat_run", "Cat", *row) for row in UNBIND_NEGATIVE]
+            + [("unbind_stack_run", "Stack", *row) for row in UNBIND_STACK_NEGATIVE])
+
+
+@pytest.mark.parametrize("rule, ctor, name, items, dim, expected", POSITIVE, ids=[f"{p[0]}-{p[2]}" for p in POSITIVE])
+def test_run_rule_fires_and_unions(rule, ctor, name, items, dim, expected):
+    g = Case([rule]).let("t", f"({ctor} {items} {dim})").run()
+    assert g.fired.get(rule), g.fired
+    assert g.same("$t", f"(Cat {expected} {dim})")
+    assert g.shape("$t") == g.shape(f"(Cat {expected} {dim})")
+
+
+@pytest.mark.parametrize("rule, ctor, name, items, forbidden", NEGATIVE, ids=[f"{n[0]}-{n[2]}" for n in NEGATIVE])
+def test_run_rule_near_miss_is_left_alone(rule, ctor, name, items, forbidden):
+    g = Case().let("t", f"({ctor} {items} 0)").run()
+    assert rule not in g.fired, g.fired
     assert not g.same("$t", f"(Cat {forbidden} 0)")
 
 

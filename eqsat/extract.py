@@ -133,8 +133,7 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
     while moved and time.perf_counter() < t_end:
         moved = False
         swaps = sorted(((costs[n] - costs[best[c]], c, n) for c in best for n in view.classes.get(c, ())
-                        if n != best[c] and all(k in full for k in view.nodes[n].children)),
-                       key=lambda t: (t[0], t[1], t[2]))
+                        if n != best[c] and all(k in full for k in view.nodes[n].children)))
         for _, cls, nid in swaps:
             if time.perf_counter() >= t_end:
                 break

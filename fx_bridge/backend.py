@@ -13,7 +13,7 @@ import torch
 
 from . import torch_compat
 from .fallback import kept_original
-from .pipeline import Options, optimize
+from .pipeline import Options, device_of, optimize
 from .post_grad import EqsatPostGradPass
 from .report import Report
 
@@ -33,7 +33,7 @@ class EqsatBackend:
         if kwargs.get("options"):
             opts = Options.of({**_fields(self.options), **kwargs["options"]})
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params()
-        if frozen and _on_gpu(example_inputs) and "batch_layernorm" not in opts.disabled:
+        if frozen and device_of(example_inputs) == "cuda" and "batch_layernorm" not in opts.disabled:
             # Measured on an H200 (torch 2.11, bench.freezing_check): GPU Inductor with freezing
             # miscompiles BART's batched layer norms next to batched linears (max error 0.058; the same
             # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
@@ -108,7 +108,3 @@ def eqsat_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwa
 def last_reports() -> list[Report]:
     """Reports of graphs compiled with ``backend="eqsat"`` (the shared default backend)."""
     return _default.reports
-
-
-def _on_gpu(example_inputs: Sequence[Any]) -> bool:
-    return any(isinstance(x, torch.Tensor) and x.device.type != "cpu" for x in example_inputs)

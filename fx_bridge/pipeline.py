@@ -76,7 +76,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     from this graph (pre-grad, grad enabled), so it is priced too (``CostModel.train_step``). Both
     are facts of the compile: they are switched on in the default and in a user's cost model alike."""
     opts = options if isinstance(options, Options) else Options.of(options)
-    base = opts.cost or CostModel.for_device(_device_of(example_inputs))
+    base = opts.cost or CostModel.for_device(device_of(example_inputs))
     cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
                                train_step=base.train_step or train_step)
     if cost != opts.cost:
@@ -292,6 +292,7 @@ def _has_family(rules: list[Rule], family: str) -> bool:
     return any(r.family == family for r in rules)
 
 
-def _device_of(example_inputs: Sequence[Any]) -> str:
+def device_of(example_inputs: Sequence[Any]) -> str:
+    """"cuda" when any input lives on a GPU, else "cpu": the device the graph is priced for."""
     devices = {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}
     return "cuda" if "cuda" in devices else "cpu"

@@ -18,7 +18,7 @@ import networkx as nx
 
 from .cost import UNKNOWN, CostModel, ProgramCost
 from .ilp import break_cycles, solve
-from .serialized import ROOT, Choice, EGraphView, ENode, choice_graph
+from .serialized import ROOT, Choice, EGraphView, ENode, choice_graph, preorder
 
 NodeCost = Callable[[ENode, EGraphView], float]
 
@@ -97,8 +97,7 @@ def _check_roots(roots: Iterable[str], choice: Choice) -> list[str]:
 
 def reachable(view: EGraphView, roots: Iterable[str], choice: Choice) -> Choice:
     """The part of ``choice`` the roots actually use."""
-    g = choice_graph(view, roots, choice)
-    return {cls: choice[cls] for cls in nx.dfs_preorder_nodes(g, ROOT) if cls is not ROOT}
+    return {cls: choice[cls] for cls in preorder(view, roots, choice) if cls in choice}
 
 
 def is_acyclic(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
@@ -119,14 +118,29 @@ def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
 LOCAL_SEARCH_SECONDS = 2.0
 
 
+def _reaches(view: EGraphView, choice: Choice, start: Iterable[str], target: str) -> bool:
+    """Whether the program ``choice`` reads ``target`` from any of the classes ``start``."""
+    seen, todo = set(), list(start)
+    while todo:
+        cls = todo.pop()
+        if cls == target:
+            return True
+        if cls not in seen and cls in choice:
+            seen.add(cls)
+            todo.extend(view.nodes[choice[cls]].children)
+    return False
+
+
 def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: Choice, start_cost: float,
                   full: Choice, costs: dict[str, float], seconds: float) -> Choice | None:
     """Hill climbing on the whole-program price: the per-node costs the ILP optimises cannot see that
     a program which looks dearer node by node fuses into fewer kernels (``mm`` + ``relu`` against a
     broadcast product, its sum and the ``relu`` in one kernel). Each step swaps one chosen class to
     another of its nodes (its missing children tree-optimal) and keeps the swap when the program,
-    priced with fusion (``CostModel.program_cost``), gets strictly cheaper. Anytime: stops after
-    ``seconds``; None when nothing cheaper was found."""
+    priced with fusion (``CostModel.program_cost``), gets strictly cheaper. A pass tries every swap
+    once, in order of node-cost change, and passes repeat until one finds nothing: the result depends
+    on the e-graph alone, not on how fast the machine is, unless ``seconds`` runs out first (anytime:
+    the best program so far). None when nothing cheaper was found."""
     t_end = time.perf_counter() + seconds
     best, best_cost, improved = dict(start), start_cost, False
     moved = True
@@ -137,14 +151,15 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
         for _, cls, nid in swaps:
             if time.perf_counter() >= t_end:
                 break
+            if best.get(cls) == nid or cls not in best:  # an earlier swap of this pass changed the program
+                continue
             trial = {**full, **best, cls: nid}
-            if not is_acyclic(view, roots, trial):
+            if _reaches(view, trial, view.nodes[nid].children, cls):
                 continue
             trial = reachable(view, roots, trial)
             cost = model.program_cost(view, trial, roots).cost
             if cost < best_cost * (1 - 1e-9):
                 best, best_cost, improved, moved = trial, cost, True, True
-                break
     return best if improved else None
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Iterable
+from functools import cached_property
+from typing import Iterable, Iterator
 
 import networkx as nx
 
@@ -25,10 +26,10 @@ class ENode:
     eclass: str
     args: list[Arg]
 
-    @property
-    def children(self) -> list[str]:
-        """The term e-classes this node reads, in argument order."""
-        return [a[1] for a in self.args if a[0] == "class"]
+    @cached_property
+    def children(self) -> tuple[str, ...]:
+        """The term e-classes this node reads, in argument order (read on every walk: cached)."""
+        return tuple(a[1] for a in self.args if a[0] == "class")
 
 
 @dataclass
@@ -56,6 +57,37 @@ def choice_graph(view: EGraphView, roots: Iterable[str], choice: Choice) -> nx.D
     g.add_edges_from((ROOT, r) for r in roots)
     g.add_edges_from((cls, k) for cls, nid in choice.items() for k in view.nodes[nid].children)
     return g
+
+
+def _walk(view: EGraphView, roots: Iterable[str], choice: Choice) -> Iterator[tuple[str, bool]]:
+    """Depth-first walk of the program ``choice`` from ``roots``, children in argument order:
+    (class, True) when a class is entered, (class, False) when it is left — the order of networkx's
+    walks of :func:`choice_graph` from ``ROOT``, without building the graph (extraction's search walks
+    thousands of candidate programs)."""
+    seen: set[str] = set()
+    stack: list[tuple[str | None, Iterator[str]]] = [(None, iter(roots))]
+    while stack:
+        for cls in stack[-1][1]:
+            if cls not in seen:
+                seen.add(cls)
+                yield cls, True
+                nid = choice.get(cls)
+                stack.append((cls, iter(view.nodes[nid].children if nid is not None else ())))
+                break
+        else:
+            left, _ = stack.pop()
+            if left is not None:
+                yield left, False
+
+
+def preorder(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
+    """Classes the roots use, each before its children."""
+    return [cls for cls, entered in _walk(view, roots, choice) if entered]
+
+
+def postorder(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
+    """Classes the roots use, producers first."""
+    return [cls for cls, entered in _walk(view, roots, choice) if not entered]
 
 
 def _decode(raw: dict, node_id: str):

@@ -158,6 +158,22 @@ def test_chains_split_into_independent_layers():
     assert not set(tanh_groups[0]) & set(tanh_groups[1])
 
 
+def test_batch_linear_members_read_distinct_inputs():
+    """q/k/v of one input next to a same-shaped linear of another: the three are batch_linear_lhs's;
+    batch_linear stacks each input once (a stack of [x, y, y, y] is what Inductor miscompiled in BART)."""
+    lins = [nn.Linear(8, 8) for _ in range(4)]
+
+    def f(x, y):
+        return lins[0](x), lins[1](y), lins[2](y), lins[3](y)
+
+    gm, ex = capture(f, torch.randn(4, 8), torch.randn(4, 8))
+    low = lower(gm, ex)
+    groups = {rule: members for rule, _, members in find_groups(low)}
+    assert len(groups["batch_linear_lhs"]) == 3
+    inputs = [low.originals[m].args[0] for m in groups["batch_linear"]]
+    assert len(inputs) == 2 and len(set(inputs)) == 2
+
+
 @pytest.mark.parametrize("case", [
     lambda a, b: (torch.relu(a), torch.relu(b[:, :4])),                       # shapes differ
     lambda a, b: (torch.relu(a), torch.relu(b.double())),                      # dtypes differ

@@ -106,6 +106,7 @@ class _Planner:
         self.kind: dict[str, str] = {}        # class → source/view/pointwise/reduction/extern/cat/list
         self.users: dict[str, list[str]] = {}  # buffer class → consuming classes
         self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
+        self.epilogues: set[str] = set()  # pointwise classes reading a reduction (through pointwise ops)
 
     def node(self, cls: str) -> ENode:
         return self.view.nodes[self.choice[cls]]
@@ -145,6 +146,8 @@ class _Planner:
                 continue
             for c in self.tensor_inputs(cls):
                 self.users.setdefault(self.base[c], []).append(cls)
+                if kind == "pointwise" and (self.kind[self.base[c]] == "reduction" or self.base[c] in self.epilogues):
+                    self.epilogues.add(cls)
 
     def plan(self) -> list[Kernel]:
         self.classify()
@@ -227,11 +230,12 @@ class _Planner:
 
     def _copies_every_input(self, cls: str) -> bool:
         """Triton's horizontal cat: when no input is a buffer its producer could write into the cat
-        (each is a pointwise op only the cat reads, or a view of a computed buffer or of an input),
-        Inductor lowers the cat as one pointwise kernel instead of a copy per input."""
+        (each is a pointwise op only the cat reads and that reads no reduction, or a view of a
+        computed buffer or of an input), Inductor lowers the cat as one pointwise kernel instead of a
+        copy per input."""
         for e in self.tensor_inputs(cls):
             k, b = self.kind[e], self.base[e]
-            if not ((k == "pointwise" and len(set(self.users.get(e, ()))) == 1)
+            if not ((k == "pointwise" and len(set(self.users.get(e, ()))) == 1 and e not in self.epilogues)
                     or (k == "view" and self.kind[b] in ("source", "extern", "reduction")) or k == "source"):
                 return False
         return True

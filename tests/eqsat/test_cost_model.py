@@ -65,6 +65,15 @@ def test_gpu_cat_of_pointwise_inputs_is_one_pointwise_kernel():
     assert predict(p, [p.cat([z, p.unary("relu", y)], 1), z]).kernels == 2  # z is read elsewhere: in place
 
 
+def test_gpu_cat_of_reduction_epilogues_is_written_in_place():
+    """Inductor keeps a ConcatKernel when an input would fuse into a reduction (H200: 8 layer norms,
+    tanh, cat: 8 launches), so each norm's kernel writes its slice."""
+    p = Program()
+    xs = p.split(p.input((64, 128)), [16] * 8, 1)
+    outs = [p.unary("tanh", p.layer_norm(x, p.param((16,)), p.param((16,)))) for x in xs]
+    assert predict(p, [p.cat(outs, 1)]).kernels == 8
+
+
 def test_cat_of_inputs_copies_them_in_one_kernel():
     p = Program()
     x, y = p.input((64, 128)), p.input((64, 32))

@@ -19,7 +19,7 @@ CASES = {
     "parity_ten_linears": ("batch_linear",),
     "parity_group_linear": (),
     "parity_linear_batchnorm_branches": (),
-    "parity_batched_layernorms": (),
+    "parity_batched_layernorms": ("batch_layernorm",),
     "parity_bmm_accumulate": (),
     "parity_uneven_split_then_split": (),
     "parity_split_getitems_out_of_order": (),
@@ -84,3 +84,22 @@ def _launches(mode, name):
 @pytest.mark.parametrize("name", sorted(CASES) + ["parity_dropouts"])
 def test_no_more_launches_than_inductor_alone(name):
     assert _launches("eqsat", name) <= _launches("inductor", name)
+
+
+def _training_loop_nests(mode, name):
+    """Inductor's CPU kernel counter (loop nests) over one training step's forward and backward."""
+    model, inputs = REGISTRY[name]("small")
+    inductor_metrics.cold_compile_reset()
+    inductor_metrics.reset()
+    with inductor_metrics.inductor_config_patch(mode):
+        from bench.modes import compile_model
+        out = compile_model(mode, model.train()).fn(*inputs)
+        sum(o.sum() for o in _outputs(out)).backward()
+    return inductor_metrics.kernel_counts()["generated"]
+
+
+@pytest.mark.slow
+def test_batched_layernorms_training_loop_nests_no_more_than_optimus():
+    name = "parity_batched_layernorms"
+    optimus, ours = (_training_loop_nests(m, name) for m in ("inductor_optimus", "eqsat"))
+    assert ours <= optimus, {"optimus": optimus, "eqsat": ours}

@@ -69,6 +69,11 @@ class _Ctx:
         """The product of leading dims (a flatten's size); None when two of them are symbolic."""
         return product(shape, self.low.sizes.table if self.low.sizes else None)
 
+    def static(self, shape: Sequence[int]) -> bool:
+        """No size of ``shape`` is symbolic (padding amounts are differences of sizes)."""
+        table = self.low.sizes.table if self.low.sizes else None
+        return table is None or all(table.is_constant(d) for d in shape)
+
     def sig(self, r: Ref) -> tuple | None:
         """What must be equal for two operands to be stacked; None when unknown."""
         s, d = self.shape(r), self.dtype(r)
@@ -240,7 +245,8 @@ def _match_linear(ctx: _Ctx, t: Term) -> Iterator[Match]:
         return
     if len(xs[0]) >= 2 and ctx.rows(xs[0][:-1]) is not None:
         yield "batch_linear", (xs, ws, bias), _build_batch_linear
-        if xs[1] in FLOAT_DTYPES and ws[1] == xs[1] and bias in (None, ((ws[0][0],), xs[1])):
+        if (xs[1] in FLOAT_DTYPES and ws[1] == xs[1] and bias in (None, ((ws[0][0],), xs[1]))
+                and ctx.static(ws[0])):
             yield "group_linear", (xs[0][:-1], xs[1], bias is None), _build_group_linear
     yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
 

@@ -107,3 +107,16 @@ def test_members_of_one_shape_are_batch_linear_only():
     lins = [nn.Linear(8, 8) for _ in range(3)]
     got = counts(lambda *xs: [lin(x) for lin, x in zip(lins, xs)], *(torch.randn(4, 8) for _ in range(3)))
     assert got == {"batch_linear": 1}, got
+
+
+def test_a_dynamic_batch_dim_is_grouped_and_matches_eager():
+    torch.manual_seed(0)
+    torch_compat.reset_dynamo()
+    model = GroupLinear()
+    backend = eqsat_backend(inner="eager", cost=GPU)
+    f = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for rows in (8, 13):
+            x = torch.randn(rows, 80)
+            torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-5)
+    assert backend.reports[0].rules_used.get("group_linear"), backend.reports[0].summary()

@@ -141,7 +141,8 @@ class CostModel:
     def _cat_cost(self, node: ENode, view: EGraphView) -> float:
         """Parameters: one kernel copying them all (CPU: one function; Triton: a foreach kernel), free
         when frozen. Activations: inputs computed by a fusible kernel or a matmul are written in place
-        by their producer (free); every other input costs a copy."""
+        by their producer (free); every other input costs a copy, except where GPU Inductor lowers the
+        cat (of at most ``pointwise_cat_inputs``) as one pointwise kernel: then it is priced as one."""
         elems = list_elements(view, node.children[0])
         sizes = [class_bytes(view, e) for e in elems]
         if any(b is None for b in sizes):
@@ -151,6 +152,8 @@ class CostModel:
                 return 0.0
             return self.alpha + self.loop_cost * len(elems) + 2 * self.beta * sum(sizes)
         copied = [b for e, b in zip(elems, sizes) if not _written_in_place(view, e)]
+        if copied and len(elems) <= self.pointwise_cat_inputs:
+            return self._forward_node_cost(node, view, Category.POINTWISE)
         return (self.alpha if copied else 0.0) + self.loop_cost * len(copied) + 2 * self.beta * sum(copied)
 
 

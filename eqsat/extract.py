@@ -27,7 +27,7 @@ NodeCost = Callable[[ENode, EGraphView], float]
 class Extraction:
     choice: Choice            # reachable part only: class → node id
     cost: float               # program cost (α·kernels + β·bytes) of ``choice``
-    extractor: str            # "bottom_up" | "ilp" | "input"
+    extractor: str            # "bottom_up" | "ilp" | "batched" | "local" | "input"
     seconds: float
     after: ProgramCost        # kernels / bytes / cost of ``choice``
     before: ProgramCost | None = None  # the input program, when given: the cost to beat
@@ -163,14 +163,34 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
     return best if improved else None
 
 
+def _reaching(view: EGraphView, targets: set[str]) -> set[str]:
+    """Classes with a node that reads one of ``targets``, directly or through other classes."""
+    parents: dict[str, set[str]] = {}
+    for node in view.nodes.values():
+        for k in node.children:
+            parents.setdefault(k, set()).add(node.eclass)
+    seen, stack = set(targets), list(targets)
+    while stack:
+        for p in parents.get(stack.pop(), ()):
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return seen
+
+
 def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,
-            original: Choice | None = None, before: ProgramCost | None = None) -> Extraction:
+            original: Choice | None = None, before: ProgramCost | None = None,
+            batched: Iterable[str] = (), fused_forms: Iterable[str] = ()) -> Extraction:
     """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``.
 
     ``original`` (a choice in this view, from :func:`eqsat.original.input_program`) is the input
     program: it is returned, with extractor "input", unless a candidate is strictly cheaper.
     ``before`` is the cost to beat (default: ``original``'s price here); the pipeline passes the
-    input's price before any rule ran.
+    input's price before any rule ran. ``batched``: classes a horizontal fusion unioned with their
+    piece of one of the ``fused_forms``. A fusion saves launches only when all its members switch,
+    and the glue it adds (pads, stacks, bias adds) fuses into neighbouring kernels, which per-node
+    costs cannot see; so the tree-optimal program whose members read their fused forms is one more
+    candidate.
     """
     t0 = time.perf_counter()
     roots = list(dict.fromkeys(roots))
@@ -187,15 +207,27 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
             candidates["ilp"] = reachable(view, roots, res.choice)
     if original is not None:
         candidates["input"] = reachable(view, roots, original)
+        reach = _reaching(view, set(fused_forms))
+        banned = {n for c in batched for n in view.classes.get(c, ())
+                  if not any(k in reach for k in view.nodes[n].children)}
+        if banned:
+            fused, _ = _finalise(view, {n: UNKNOWN if n in banned else c for n, c in costs.items()})
+            if all(r in fused for r in roots):
+                candidates["batched"] = reachable(view, roots, fused)
     priced = {name: model.program_cost(view, ch, roots) for name, ch in candidates.items()
               if is_acyclic(view, roots, ch)}
-    start = min(priced, key=lambda k: priced[k].cost)
-    searched = fusion_search(view, roots, model, candidates[start], priced[start].cost, full, costs,
-                             min(LOCAL_SEARCH_SECONDS, time_limit - (time.perf_counter() - t0)))
-    if searched is not None:
-        candidates["local"] = searched
-        priced["local"] = model.program_cost(view, searched, roots)
-    order = ["input", "bottom_up", "ilp", "local"]  # ties keep the input, then the simpler extractor
+    # The hill climb starts from the cheapest candidate, and again from the batched one: a climb
+    # from one rarely reaches the other's basin (a fusion is many swaps at once).
+    starts = [min((k for k in priced if k != "batched"), key=lambda k: priced[k].cost)]
+    starts += ["batched"] if "batched" in priced else []
+    for start in starts:
+        searched = fusion_search(view, roots, model, candidates[start], priced[start].cost, full, costs,
+                                 min(LOCAL_SEARCH_SECONDS, time_limit - (time.perf_counter() - t0)))
+        if searched is not None:
+            found = model.program_cost(view, searched, roots)
+            if "local" not in priced or found.cost < priced["local"].cost:
+                candidates["local"], priced["local"] = searched, found
+    order = ["input", "bottom_up", "ilp", "batched", "local"]  # ties keep the input, then the simpler extractor
     name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
     return Extraction(candidates[name], priced[name].cost, name, time.perf_counter() - t0, priced[name],
                       before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})

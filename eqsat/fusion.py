@@ -11,7 +11,10 @@ Fusion is not additive per e-node, so this walks the whole chosen DAG the way In
    horizontally (shared read) when their iteration spaces agree and the fusion creates no cycle.
    One cat's copies share a kernel: the C++ backend emits them in one function, Triton copies whole
    graph inputs and parameters with one foreach kernel (views of them, e.g. unbind pieces, one kernel
-   each: H200 measurements of split_stack_unbind, 67 launches).
+   each: H200 measurements of split_stack_unbind, 67 launches). Triton lowers a cat of at most
+   ``pointwise_cat_inputs`` as one pointwise kernel when its users are pointwise, or when every input
+   needs a kernel anyway (Inductor's horizontal cat: pads, single-use pointwise ops, views; H200: a
+   cat of 3 split pieces is one launch).
 Each fused group is one generated kernel; each extern op one extern call. Bytes are what crosses a
 kernel boundary: distinct buffers a kernel reads from outside it plus buffers it writes that
 something outside it (or the caller) reads.
@@ -102,6 +105,7 @@ class _Planner:
         self.kind: dict[str, str] = {}        # class → source/view/pointwise/reduction/extern/cat/list
         self.users: dict[str, list[str]] = {}  # buffer class → consuming classes
         self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
+        self.epilogues: set[str] = set()  # pointwise classes reading a reduction (through pointwise ops)
 
     def node(self, cls: str) -> ENode:
         return self.view.nodes[self.choice[cls]]
@@ -131,7 +135,7 @@ class _Planner:
                 kind = "pointwise"
             elif node.ctor in ("Cat", "Stack"):
                 elems = self.tensor_inputs(cls)
-                frozen = self.frozen_params and all(self.base.get(e, e) in view.params for e in elems)
+                frozen = self.frozen_params and all(self._folded(e) for e in elems)
                 kind = "source" if frozen else "cat"
             else:
                 kind = _FUSIBLE.get(cat, "extern")
@@ -141,6 +145,8 @@ class _Planner:
                 continue
             for c in self.tensor_inputs(cls):
                 self.users.setdefault(self.base[c], []).append(cls)
+                if kind == "pointwise" and (self.kind[self.base[c]] == "reduction" or self.base[c] in self.epilogues):
+                    self.epilogues.add(cls)
 
     def plan(self) -> list[Kernel]:
         self.classify()
@@ -155,7 +161,8 @@ class _Planner:
             if kind[cls] == "cat":
                 elems = [base[e] for e in self.tensor_inputs(cls)]
                 all_pw_users = all(kind.get(u) in ("pointwise", "reduction") for u in self.users.get(cls, ()))
-                if (len(elems) <= self.pointwise_cat_inputs and all_pw_users and cls not in root_bufs):
+                if len(elems) <= self.pointwise_cat_inputs and (
+                        (all_pw_users and cls not in root_bufs) or self._copies_every_input(cls)):
                     pointwise_cats.add(cls)
                 else:
                     in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction") or (
@@ -213,6 +220,24 @@ class _Planner:
             kernels.append(Kernel(len(kernels), "reduction" if k == "reduction" else "pointwise",
                                   cls, out_bytes, self._space(cls, k), reads, _lead(view, cls), views_of(cls)))
         return kernels
+
+    def _folded(self, cls: str) -> bool:
+        """A parameter, or a zero padding of one: freezing folds it into a constant."""
+        node = self.node(cls)
+        return self.base.get(cls, cls) in self.view.params or (
+            node.ctor == "Pad" and self.base.get(node.children[0], node.children[0]) in self.view.params)
+
+    def _copies_every_input(self, cls: str) -> bool:
+        """Triton's horizontal cat: when no input is a buffer its producer could write into the cat
+        (each is a pointwise op only the cat reads and that reads no reduction, or a view of a
+        computed buffer or of an input), Inductor lowers the cat as one pointwise kernel instead of a
+        copy per input."""
+        for e in self.tensor_inputs(cls):
+            k, b = self.kind[e], self.base[e]
+            if not ((k == "pointwise" and len(set(self.users.get(e, ()))) == 1 and e not in self.epilogues)
+                    or (k == "view" and self.kind[b] in ("source", "extern", "reduction")) or k == "source"):
+                return False
+        return True
 
     def _must_materialize(self, cls, users, reads, root_bufs, in_place) -> bool:
         if cls in root_bufs or cls in in_place or not users:

@@ -68,6 +68,7 @@ class Op:
 
 _KEYED = {"Unary": (STRING, TENSOR), "Binary": (STRING, TENSOR, TENSOR),
           "Ternary": (STRING, TENSOR, TENSOR, TENSOR)}
+KEYED_POINTWISE = frozenset(_KEYED)  # constructors keyed by a pointwise op; pad has its own
 
 
 def pointwise_rows(ctor: str, names: str, dtype: Dtype | None = None) -> list[Op]:
@@ -176,6 +177,9 @@ STRUCTURAL = [
        aten_spellings=("squeeze.dim", "squeeze.dims", "squeeze.default")),
     Op("contiguous", "Contiguous", Category.COPY, (T,), dsl="contiguous", torch="Tensor.contiguous",
        aten="clone.default", spellings=("clone",), aten_spellings=("clone.default",)),
+    # zero padding, pads in torch's order (last dim first); Inductor lowers it as a pointwise op
+    Op("pad", "Pad", Category.POINTWISE, (T, IVEC), torch="torch.constant_pad_nd", aten="constant_pad_nd.default",
+       spellings=("constant_pad_nd",), aten_spellings=("constant_pad_nd.default",)),
     Op("cat", "Cat", Category.COPY, (TLIST, INT), dsl="cat", torch="torch.cat", aten="cat.default",
        aten_spellings=("cat.default",)),
     Op("stack", "Stack", Category.COPY, (TLIST, INT), dsl="stack", torch="torch.stack",
@@ -239,15 +243,15 @@ def unregister(*names: str) -> None:
 
 
 def pointwise(arity: int | None = None) -> list[Op]:
-    """Pointwise rows (of one arity)."""
-    return [op for op in ALL_OPS if op.category is Category.POINTWISE
+    """Pointwise rows spelled by key (of one arity)."""
+    return [op for op in ALL_OPS if op.category is Category.POINTWISE and op.ctor in KEYED_POINTWISE
             and (arity is None or op.arity == arity)]
 
 
 def pointwise_arity(name: str) -> int | None:
-    """Operands of pointwise op ``name``, or None when it is no pointwise op."""
+    """Operands of pointwise op ``name``, or None when it is no pointwise op spelled by key."""
     op = BY_NAME.get(name)
-    return op.arity if op is not None and op.category is Category.POINTWISE else None
+    return op.arity if op is not None and op.category is Category.POINTWISE and op.ctor in KEYED_POINTWISE else None
 
 
 def keeps_dtype(name: str) -> bool:

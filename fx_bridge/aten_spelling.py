@@ -112,7 +112,7 @@ def _spelling() -> dict[str, Callable[[Any, list], Any]]:
     """Constructor → how raising writes it in Aten-IR (pointwise ops: ``pointwise``)."""
     out: dict[str, Callable[[Any, list], Any]] = {}
     for op in ops.ALL_OPS:
-        if op.category in (ops.Category.SOURCE, ops.Category.OPAQUE, ops.Category.POINTWISE) or op.ctor == "Get":
+        if op.category in (ops.Category.SOURCE, ops.Category.OPAQUE) or op.ctor in ops.KEYED_POINTWISE or op.ctor == "Get":
             continue
         out.setdefault(op.ctor, _WRITTEN_OUT.get(op.ctor) or (_direct(op.aten) if op.aten else _composite))
     return out

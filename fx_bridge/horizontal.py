@@ -43,6 +43,7 @@ class Unions(Program):
         super().__init__()
         self.counts: Counter = Counter()
         self.inserted: dict[str, str] = {}  # let of a fused-form term → the batch rule that made it
+        self.members: list[str] = []  # lets unioned with their piece of a fused form
 
 
 @dataclass
@@ -67,6 +68,11 @@ class _Ctx:
     def rows(self, shape: Sequence[int]) -> int | None:
         """The product of leading dims (a flatten's size); None when two of them are symbolic."""
         return product(shape, self.low.sizes.table if self.low.sizes else None)
+
+    def static(self, shape: Sequence[int]) -> bool:
+        """No size of ``shape`` is symbolic (padding amounts are differences of sizes)."""
+        table = self.low.sizes.table if self.low.sizes else None
+        return table is None or all(table.is_constant(d) for d in shape)
 
     def sig(self, r: Ref) -> tuple | None:
         """What must be equal for two operands to be stacked; None when unknown."""
@@ -130,6 +136,30 @@ def _build_batch_linear(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
     y = Term("Bmm", (x, w)) if ctx.is_none(bs[0]) else Term("Baddbmm", (Term("Unsqueeze", (_stack(bs), 1)), x, w))
     pieces = _unbind(bind(y), n)
     return pieces if len(xshape) == 2 else [_view(p, xshape[:-1] + (out,)) for p in pieces]
+
+
+def _pad(x, pads: Sequence[int]) -> object:
+    return Term("Pad", (x, IVec(tuple(pads)))) if any(pads) else x
+
+
+def _build_group_linear(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
+    """Linears of different shapes as one bmm: zero-pad every x_i to [rows, Kmax] and W_i to
+    [Nmax, Kmax], stack, multiply, narrow each output to its N_i, add its bias. The padded terms are
+    0·0 or land in the rows the narrow drops, so every kept output sums exactly x_i's products."""
+    xs, ws, bs = zip(*(t.args for t in ts))
+    lead = ctx.shape(xs[0])[:-1]
+    (n_max, k_max) = (max(ctx.shape(w)[d] for w in ws) for d in (0, 1))
+    x = _stack([_pad(x if len(lead) == 1 else _view(x, (ctx.rows(lead), ctx.shape(x)[-1])),
+                     (0, k_max - ctx.shape(x)[-1])) for x in xs])
+    w = _stack([_pad(w, (0, k_max - ctx.shape(w)[1], 0, n_max - ctx.shape(w)[0])) for w in ws])
+    pieces = _unbind(bind(Term("Bmm", (x, Term("Permute", (w, IVec((0, 2, 1))))))), len(ts))
+    out = []
+    for p, w, b in zip(pieces, ws, bs):
+        n = ctx.shape(w)[0]
+        y = p if n == n_max else Term("Narrow", (p, 1, 0, n))
+        y = y if len(lead) == 1 else _view(y, lead + (n,))
+        out.append(y if ctx.is_none(b) else Term("Binary", ("add", y, b)))
+    return out
 
 
 def _build_linear_lhs(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
@@ -215,6 +245,9 @@ def _match_linear(ctx: _Ctx, t: Term) -> Iterator[Match]:
         return
     if len(xs[0]) >= 2 and ctx.rows(xs[0][:-1]) is not None:
         yield "batch_linear", (xs, ws, bias), _build_batch_linear
+        if (xs[1] in FLOAT_DTYPES and ws[1] == xs[1] and bias in (None, ((ws[0][0],), xs[1]))
+                and ctx.static(ws[0])):
+            yield "group_linear", (xs[0][:-1], xs[1], bias is None), _build_group_linear
     yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
 
 
@@ -257,11 +290,22 @@ def _match_binary(ctx: _Ctx, t: Term) -> Iterator[Match]:
     yield BINARY_RULES.get(op_name_of_key(key), "batch_binary"), (key, sx, sy, shared), _build_binary
 
 
+FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+
 MATCHERS: dict[str, Callable[[_Ctx, Term], Iterator[Match]]] = {
     "Linear": _match_linear, "Mm": _match_mm, "Addmm": _match_mm, "LayerNorm": _match_layernorm,
     "Unary": _match_unary, "Binary": _match_binary,
 }
 RULE_NAMES = frozenset(r.name for r in BATCH_RULES)
+# batch_linear's and group_linear's members read distinct inputs: linears sharing one are batch_linear_lhs'
+# (one mm on the concatenated weight), and stacking one activation k times copies it k times. It is also
+# a miscompile: Inductor (2.11 on the H200, 2.13 on CPU) computed HF BART wrongly (max error 6.2) when a
+# stack of [x, y, y, y] fed the batched matmul, and right when that stack was a graph output.
+# group_linear's are also not all of one shape (batch_linear's).
+DISTINCT_INPUTS = {"batch_linear", "group_linear"}
+ADMITS: dict[str, Callable[[_Ctx, list[Term]], bool]] = {
+    "group_linear": lambda ctx, ts: len({(ctx.shape(t.args[0]), ctx.shape(t.args[1])) for t in ts}) > 1,
+}
 
 
 # -- discovery --------------------------------------------------------------------------------------
@@ -284,17 +328,21 @@ def term_graph(low: Lowered) -> nx.DiGraph:
     return g
 
 
-def _independent_subsets(members: list[str], anc: dict[str, int], bit: dict[str, int]) -> Iterator[list[str]]:
+def _independent_subsets(members: list[str], anc: dict[str, int], bit: dict[str, int],
+                         input_of: Callable[[str], object] | None = None) -> Iterator[list[str]]:
     """Optimus' greedy partition (``find_independent_subset_greedy``) without its size limits:
-    walk in topological order, take a member unless a taken one is its ancestor; repeat on the rest."""
+    walk in topological order, take a member unless a taken one is its ancestor (or, with
+    ``input_of``, reads the same input); repeat on the rest."""
     while len(members) >= 2:
-        taken, mask, rest = [], 0, []
+        taken, mask, rest, inputs = [], 0, [], set()
         for m in members:
-            if anc[m] & mask:
+            x = input_of(m) if input_of else None
+            if anc[m] & mask or (x is not None and x in inputs):
                 rest.append(m)
             else:
                 taken.append(m)
                 mask |= bit[m]
+                inputs.add(x)
         if len(taken) >= 2:
             yield taken
         members = rest
@@ -309,23 +357,6 @@ def _position(ctx: _Ctx, r: Ref, order: dict[str, int]) -> tuple[int, int]:
     if t is not None and t.ctor == "Get" and isinstance(t.args[0], Ref):
         return order.get(t.args[0].let, 0), t.args[1]
     return order.get(r.let, 0), 0
-
-
-_DISTINCT_INPUTS = {"batch_linear"}
-
-
-def _distinct_inputs(low: Lowered, lets: list[str]) -> list[str]:
-    """The first member per input: linears that share an input are ``batch_linear_lhs``'s (one mm on
-    the concatenated weight), and stacking one activation k times copies it k times. It is also a
-    miscompile: Inductor (2.11 on the H200, 2.13 on CPU) computed HF BART wrongly (max error 6.2)
-    when a stack of [x, y, y, y] fed the batched matmul, and right when that stack was an output."""
-    seen, kept = set(), []
-    for let in lets:
-        x = low.originals[let].args[0]
-        if x not in seen:
-            seen.add(x)
-            kept.append(let)
-    return kept
 
 
 def find_groups(low: Lowered, disabled: Sequence[str] = ()) -> list[tuple[str, Build, list[str]]]:
@@ -355,9 +386,10 @@ def find_groups(low: Lowered, disabled: Sequence[str] = ()) -> list[tuple[str, B
         anc[let] = a
     groups = []
     for (rule, _), (build, lets) in keyed.items():
-        if rule in _DISTINCT_INPUTS:
-            lets = _distinct_inputs(low, lets)
-        for subset in _independent_subsets(lets, anc, bit):
+        input_of = (lambda m: low.originals[m].args[0]) if rule in DISTINCT_INPUTS else None
+        for subset in _independent_subsets(lets, anc, bit, input_of):
+            if not ADMITS.get(rule, lambda *_: True)(ctx, [low.originals[m] for m in subset]):
+                continue
             first = [low.originals[m].args[{"Unary": 1, "Binary": 1, "Addmm": 1}.get(low.originals[m].ctor, 0)]
                      for m in subset]
             ranked = sorted(zip(first, subset),
@@ -388,6 +420,7 @@ def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
         for m, p in zip(members, pieces):
             uses_none |= _mentions(p, NONE)
             out.same(Ref(m), _bind_splits(p, bind, splits))  # unioned by Session.seed
+            out.members.append(m)
         out.counts[rule] += 1
     if uses_none:  # the facts lowering gives every NoneT it emits (norm costs read them)
         facts = Program()

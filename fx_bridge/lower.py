@@ -579,6 +579,17 @@ def _squeeze(lw, n, name, args, kwargs):
     return _squeeze_dims(lw, x, list(dims))
 
 
+def _pad(lw, n, name, args, kwargs):
+    """Zero padding by static amounts; other modes, values and negative pads (crops) stay opaque."""
+    x, pads = args[0], list(_arg(args, kwargs, 1, "pad", ()))
+    mode = "constant" if name == "constant_pad_nd" else _arg(args, kwargs, 2, "mode", "constant")
+    value = _arg(args, kwargs, 2 if name == "constant_pad_nd" else 3, "value")
+    if (not isinstance(x, Ref) or mode != "constant" or value not in (None, 0) or len(pads) % 2
+            or len(pads) > 2 * len(lw.shape(x)) or not all(type(p) is int and p >= 0 for p in pads)):
+        return NotImplemented
+    return lw.emit(Term("Pad", (x, IVec(tuple(lw.size(p) for p in pads)))))
+
+
 def _narrow_ref(lw, x: Ref, d: int, start: int, length: int) -> Ref:
     shape = list(lw.shape(x))
     if start == 0 and length == shape[d]:
@@ -828,7 +839,7 @@ HANDLERS: dict[str, Callable] = {
     "permute": _permute, "transpose": _permute, "t": _permute, "movedim": _permute,
     "unsqueeze": _unsqueeze, "squeeze": _squeeze, "narrow": _narrow, "select": _select,
     "getitem": _getitem, "split": _split, "split_with_sizes": _split, "chunk": _split, "unbind": _split,
-    "cat": _cat, "stack": _cat,
+    "cat": _cat, "stack": _cat, "pad": _pad, "constant_pad_nd": _pad,
     "sum": _reduce, "mean": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce,
     "softmax": _softmax, "log_softmax": _softmax, "layer_norm": _layer_norm,
     "_softmax": _aten_softmax, "_log_softmax": _aten_softmax, "slice": _slice, "_to_copy": _aten_to_copy,

@@ -143,6 +143,7 @@ class Built:
         return min(self.extract_per_node * size, self.max_reserve)
     inserted: dict[str, str] = field(default_factory=dict)  # let of a fused form → its batch rule
     offered: Counter = field(default_factory=Counter)        # batch rule → groups inserted
+    batched: list[str] = field(default_factory=list)         # lets unioned with a piece of a fused form
 
 
 @dataclass
@@ -224,7 +225,7 @@ def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
     if opts.horizontal and _has_family(rules, "batch"):
         unions = horizontal_unions(low, opts.disabled)
         session.load(unions, deadline)
-        built.inserted, built.offered = unions.inserted, unions.counts
+        built.inserted, built.offered, built.batched = unions.inserted, unions.counts, unions.members
     return built
 
 
@@ -239,7 +240,9 @@ def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
         ilp_seconds = min(ilp_seconds, deadline.left() - built.reserve(built.session.size()))
         if ilp_seconds <= 0:
             deadline.out_of_time("extract")
-    ex = extract(view, found.roots, cost, ilp_seconds, original=found.choice, before=built.before)
+    ex = extract(view, found.roots, cost, ilp_seconds, original=found.choice, before=built.before,
+                 batched=[view.lets[m] for m in built.batched if m in view.lets],
+                 fused_forms=[view.lets[f] for f in built.inserted if f in view.lets])
     return Extracted(view, found, ex)
 
 

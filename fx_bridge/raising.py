@@ -35,7 +35,7 @@ _OPERATOR_OF = {
 }
 # Constructors with their own registry row, raised as that row's Torch-IR target.
 _TORCH_TARGETS = {op.ctor: op.torch for op in ops.ALL_OPS
-                  if op.torch is not None and op.category is not ops.Category.POINTWISE
+                  if op.torch is not None and op.ctor not in ops.KEYED_POINTWISE
                   and op.ctor not in ("Reduce", "Softmax", "LayerNorm")}
 # Per dialect, constructors spelled differently from the Torch-IR default below.
 _SPELLINGS = {"torch": {}, "aten": aten_spelling.SPELLING}

@@ -7,14 +7,13 @@ batched form; the extractor keeps a fusion only where the cost model says it pay
 give each fusion kind its name (switch it off with ``disabled=["batch_linear"]``, or the whole
 family with ``disabled=["batch"]``), its documentation, and the counter the report shows: the
 number of groups inserted under that name. Their egglog commands are empty on purpose.
+``group_linear`` is Optimus' fbgemm grouped GEMM in open ops (zero padding to the largest shape, one
+bmm): more FLOPs and bytes for fewer launches, kept only where the cost model says that pays.
 
 Not provided, and why:
 - ``batch_dropout``: dropout in training is random and effectful (lowered as an opaque op keyed by
   its node and kept as an extraction root), so a batched copy would run *in addition to* the
   originals, and it would change the random stream; in eval it lowers to the identity.
-- ``group_linear`` (different shapes through fbgemm's grouped GEMM): no open kernel for it in
-  Inductor. Expressed with open ops it is a block-diagonal matmul or padding to the largest shape,
-  both of which move more bytes and do more FLOPs than the n separate matmuls they replace.
 """
 from eqsat.rule import Rule
 
@@ -26,6 +25,9 @@ _DOCS = [
                      " → stack inputs and weights, one bmm (baddbmm with biases), unbind"),
     ("batch_linear_lhs", "linears (or mm/addmm) reading the same input, any output widths"
                          " → concatenate weights (and biases), one linear/mm/addmm, split the output"),
+    ("group_linear", "independent linears of different shapes on distinct inputs (same leading dims and float"
+                     " dtype) → zero-pad inputs and weights to the largest K and N, stack, one bmm, narrow"
+                     " each output to its N, add its bias"),
     ("batch_mm", "independent mm/addmm of equal shapes (the Aten form of linear after AOTAutograd)"
                  " → stack operands, one bmm/baddbmm, unbind"),
     ("batch_layernorm", "independent layer_norms with equal shapes, normalized_shape, eps, affine"

@@ -23,6 +23,15 @@ def _permute(n: int) -> str:
     return f"(rule ((= e (Permute x p)) (= s (shape x)) (= {n} (vec-length p))) ((set (shape e) (vec-of {gets}))))"
 
 
+def _pad(rank: int, m: int) -> str:
+    """Zero padding of the last ``m`` dims of a rank-``rank`` shape (pads last dim first, as torch)."""
+    def entry(k: int) -> str:
+        j = rank - 1 - k
+        return f"(+ (vec-get s {k}) (+ (vec-get p {2 * j}) (vec-get p {2 * j + 1})))" if j < m else f"(vec-get s {k})"
+    return (f"(rule ((= e (Pad x p)) (= s (shape x)) (= {rank} (vec-length s)) (= {2 * m} (vec-length p)))"
+            f" ((set (shape e) (vec-of {' '.join(entry(k) for k in range(rank))}))))")
+
+
 def _aligned(var: str, rank: int, out_rank: int, k: int) -> str:
     """Entry k of a rank-``out_rank`` broadcast, read from a rank-``rank`` shape (missing dims are 1)."""
     j = k - (out_rank - rank)
@@ -93,6 +102,8 @@ SHAPE_RULES: list[Rule] = [
        "(rule ((= e (Stack l d)) (= l (TCons x r)) (= s (shape x)) (= n (list-len l)) (= t (insert s d n)))"
        " ((set (shape e) t)))",
        decls=_INSERT + _LIST_LEN),
+    _r("shape_pad", "zero padding adds its pads to the padded dims (ranks 1–6)",
+       *[_pad(r, m) for r in range(1, MAX_RANK + 1) for m in range(1, r + 1)]),
     _r("shape_contiguous", "contiguous keeps the shape",
        "(rule ((= e (Contiguous x)) (= s (shape x))) ((set (shape e) s)))"),
     _r("shape_reduce", "reduce sets its (sorted) dims to 1, or removes them",
@@ -134,7 +145,7 @@ SHAPE_RULES += [
     _r("dtype_views", "views and copies keep the dtype",
        *[f"(rule ((= e ({c})) (= t (dtype x))) ((set (dtype e) t)))" for c in (
            "Narrow x a b c", "View x s", "Permute x s", "Expand x s", "Unsqueeze x d", "Squeeze x d",
-           "Contiguous x", "Get (Split x s d) i")],
+           "Contiguous x", "Pad x p", "Get (Split x s d) i")],
        "(rule ((= e (Cat (TCons x r) d)) (= t (dtype x))) ((set (dtype e) t)))",
        "(rule ((= e (Stack (TCons x r) d)) (= t (dtype x))) ((set (dtype e) t)))"),
     _r("dtype_pointwise", "dtype-preserving ops keep a floating dtype; integer dtypes only through ops that"

@@ -51,25 +51,50 @@ def test_cat_of_computed_inputs_is_written_in_place():
     p = Program()
     x, y = p.input((64, 128)), p.input((64, 128))
     c = p.cat([p.unary("relu", x), p.unary("relu", y)], 1)
-    assert predict(p, [c]).kernels == 2  # the two relus, no copy
+    cost = predict(p, [c], CostModel.for_device("cpu"))
+    assert (cost.kernels, cost.loops) == (2, 2)  # the two relus, no copy
+
+
+def test_gpu_cat_of_pointwise_inputs_is_one_pointwise_kernel():
+    """Triton lowers a cat of at most 8 inputs that would each need a kernel anyway (single-use
+    pointwise ops, views, inputs) as one pointwise kernel (Inductor's horizontal cat)."""
+    p = Program()
+    x, y = p.input((64, 128)), p.input((64, 128))
+    z = p.unary("relu", x)
+    assert predict(p, [p.cat([z, p.unary("relu", y)], 1)]).kernels == 1
+    assert predict(p, [p.cat([z, p.unary("relu", y)], 1), z]).kernels == 2  # z is read elsewhere: in place
+
+
+def test_gpu_cat_of_reduction_epilogues_is_written_in_place():
+    """Inductor keeps a ConcatKernel when an input would fuse into a reduction (H200: 8 layer norms,
+    tanh, cat: 8 launches), so each norm's kernel writes its slice."""
+    p = Program()
+    xs = p.split(p.input((64, 128)), [16] * 8, 1)
+    outs = [p.unary("tanh", p.layer_norm(x, p.param((16,)), p.param((16,)))) for x in xs]
+    assert predict(p, [p.cat(outs, 1)]).kernels == 8
 
 
 def test_cat_of_inputs_copies_them_in_one_kernel():
     p = Program()
     x, y = p.input((64, 128)), p.input((64, 32))
     cost = predict(p, [p.cat([x, y], 1)])
-    assert (cost.kernels, cost.loops) == (1, 2)  # Triton: one foreach kernel; C++: one function, two loops
+    assert (cost.kernels, cost.loops) == (1, 1)  # Triton: one pointwise kernel
+    cost = predict(p, [p.cat([x, y], 1)], CostModel.for_device("cpu"))
+    assert (cost.kernels, cost.loops) == (1, 2)  # C++: one function, two loops
 
 
-def test_cat_of_views_of_an_input_copies_each_view_on_gpu():
-    """Triton groups copies of whole inputs into one foreach kernel, not of views of them (H200:
-    split_stack_unbind); the C++ backend puts every copy of one cat in one function."""
+def test_cat_of_views_of_an_input_copies_each_view_on_gpu_past_eight_inputs():
+    """H200: a cat of 3 split pieces of an input is one launch (parity_split_getitems_out_of_order);
+    past 8 inputs Triton copies views of inputs one kernel each (split_stack_unbind, 67 launches); the
+    C++ backend puts every copy of one cat in one function."""
     p = Program()
     x = p.input((64, 128))
     a, b, c = p.split(x, [32, 32, 64], 1)
     shuffled = p.cat([c, a, b], 1)
-    assert predict(p, [shuffled]).kernels == 3
+    assert predict(p, [shuffled]).kernels == 1
     assert predict(p, [shuffled], CostModel.for_device("cpu")).kernels == 1
+    pieces = p.split(x, [8] * 16, 1)
+    assert predict(p, [p.cat(pieces[::-1], 1)]).kernels == 16
 
 
 def test_copies_of_the_pieces_of_one_input_read_all_of_them():

@@ -96,13 +96,24 @@ def _deterministic_outputs(gm: torch.fx.GraphModule, random_nodes: set[torch.fx.
     return [i for i, x in enumerate(output_leaves(gm)) if x not in tainted]
 
 
+def _hint(s: Any) -> Any:
+    """A symbolic size's example value (read from the ShapeEnv: ``int(s)`` would add a guard)."""
+    if isinstance(s, torch.SymInt):
+        return torch_compat.sym_hint(torch_compat.sym_expr(s), torch_compat.shape_env_of(s))
+    return s
+
+
 def _real(x: Any) -> Any:
-    """A real tensor for a fake one (same shape, dtype, strides, device); real values are kept."""
-    if not isinstance(x, torch.Tensor) or not torch_compat.is_fake(x):
+    """A real tensor for a fake one (same shape, dtype, strides, device, sizes at their hints), a
+    symbolic size's example value for a SymInt argument; real values are kept."""
+    if not isinstance(x, torch.Tensor):
+        return _hint(x)
+    if not torch_compat.is_fake(x):
         return x
-    out = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device=x.device)
+    shape, stride = tuple(map(_hint, x.shape)), tuple(map(_hint, x.stride()))
+    out = torch.empty_strided(shape, stride, dtype=x.dtype, device=x.device)
     if x.dtype == torch.bool:
-        return out.copy_(torch.rand(x.shape, device=x.device) < 0.5)
+        return out.copy_(torch.rand(shape, device=x.device) < 0.5)
     if x.dtype.is_floating_point or x.dtype.is_complex:
-        return out.copy_(torch.randn(x.shape, dtype=x.dtype, device=x.device))
-    return out.copy_(torch.randint(0, 2, x.shape, device=x.device))
+        return out.copy_(torch.randn(shape, dtype=x.dtype, device=x.device))
+    return out.copy_(torch.randint(0, 2, shape, device=x.device))

@@ -80,6 +80,22 @@ def test_symbolic_batch_is_optimized_and_right_at_every_size(name, mode):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
+def test_validation_runs_a_symbolic_graph_at_its_hints(name):
+    """validate=True ran the raised graph with the SymInt argument itself: a symbolic reshape failed
+    and the graph fell back as an internal error."""
+    torch_compat.reset_dynamo()
+    model, width, rules = _model(name)
+    backend = eqsat_backend(inner="eager", validate=True)
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for x in _inputs("dynamic_true", width):
+            torch.testing.assert_close(compiled(x), model(x))
+    (report,) = backend.reports
+    assert_optimized(report, *rules)
+    assert report.validated == "ok", report.validated
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_symbolic_graph_is_priced_and_chosen_as_the_static_graph_of_its_hint(name):
     """Costs are read at Dynamo's size hints: the symbolic graph traced at batch 8 costs what the
     static batch-8 graph costs, before and after, and the same rules are used."""

@@ -23,6 +23,7 @@ import itertools
 import random
 import re
 import statistics
+import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass
@@ -129,25 +130,23 @@ def random_graph(seed: int):
     return b.finish()
 
 
-def model_builds(device: str, only: set[str] | None = None):
+def model_builds(device: str, only: list[str] | None = None):
     """(name, module, inputs) of every ``bench.models`` entry that builds here at size small, or of
-    those named in ``only`` (the transformer blocks only when named: they need ``transformers``)."""
+    those named in ``only``, in its order (the transformer blocks only when named: they need ``transformers``)."""
     try:
         from bench.models import NEEDS_TRANSFORMERS, REGISTRY
     except ImportError:
         return
-    for name, build in REGISTRY.items():
-        if (name not in only) if only else name in NEEDS_TRANSFORMERS:
-            continue
+    for name in only or [n for n in REGISTRY if n not in NEEDS_TRANSFORMERS]:
         try:
-            model, inputs = build("small", device, torch.float32)
+            model, inputs = REGISTRY[name]("small", device, torch.float32)
         except Exception as e:  # a model this machine cannot build is left out, and said so
             print(f"  skip {name}: {_why(e)}")
             continue
         yield name, model, inputs
 
 
-def model_graphs(device: str, only: set[str] | None = None):
+def model_graphs(device: str, only: list[str] | None = None):
     """Dynamo graphs of the ``model_builds`` models (name, gm, inputs)."""
     for name, model, inputs in model_builds(device, only):
         captured = []
@@ -293,6 +292,7 @@ def calibrate_train(models, device: str, cost: CostModel) -> list[Row]:
     latency is not measured per graph (ms is NaN: those rows stay out of the α/β fit)."""
     rows = []
     for name, model, inputs in models:
+        t0 = time.perf_counter()
         inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
         for prefix, backend in TRAIN_BACKENDS.items():
             try:
@@ -303,6 +303,7 @@ def calibrate_train(models, device: str, cost: CostModel) -> list[Row]:
                 continue
             for phase, (priced, codes) in phases.items():
                 rows += _phase_rows(f"{name}/{prefix}{phase}", priced, codes)
+        print(f"  {name}: {time.perf_counter() - t0:.1f} s")
     return rows
 
 
@@ -400,7 +401,7 @@ def main(argv=None) -> None:
     if args.rescore:
         return report(rescore(args.rescore, args.device, model))
     corpus = [(f"random/{s}", *random_graph(s)) for s in range(args.seed, args.seed + args.graphs)]
-    only = set(args.only.split(",")) if args.only else None
+    only = args.only.split(",") if args.only else None
     if args.train:
         models = model_builds(args.device, only) if args.models else ()
         rows = calibrate_train(itertools.chain(corpus, models), args.device, model)

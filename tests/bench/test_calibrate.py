@@ -57,3 +57,18 @@ def test_training_step_rows_price_and_measure_the_aten_forward_and_backward(monk
                                      CostModel.for_device("cpu"))
     got = {r.name: (r.predicted - r.extern_pred, r.extern_pred, r.measured, r.extern_meas) for r in rows}
     assert got == {"tiny/eqsat/fwd": (1, 1, 2, 1), "tiny/eqsat/bwd": (1, 2, 3, 2)}
+
+
+def test_launch_names_read_the_kernel_kinds_of_a_wrapper():
+    from fx_bridge import inductor_metrics
+
+    code = ("def triton_poi_fused_add_0(): pass\n"
+            "def call(args):\n"
+            "    triton_poi_fused_add_0.run(buf0, grid=grid(64))\n"
+            "    triton_per_fused_sum_1.run(buf1, buf2)\n"
+            "    buf3 = extern_kernels.mm(buf2, arg0_1)\n"
+            "    extern_kernels.bmm(buf3, buf4, out=buf5)\n"
+            "    cpp_fused_mul_2(buf5)\n"
+            "    buf6 = torch.ops.aten.sort.default(buf5)\n")
+    assert sorted(inductor_metrics.launch_names(code)) == [
+        "aten.sort", "bmm", "cpp", "mm", "triton_per", "triton_poi"]

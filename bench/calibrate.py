@@ -6,16 +6,26 @@ compiles it with Inductor, and reads ``generated_kernel_count`` + extern calls. 
 graph, the Spearman rank correlation and mean absolute error of the kernel counts, and α (µs per
 launch) / β (µs per byte) fitted by non-negative least squares to the measured latency.
 
+``--train`` compares instead the Aten forward and backward graphs of one training step, priced as the
+post-grad pass prices them and measured in Inductor's wrapper code of that graph, for the input
+programs (``name/fwd``, ``name/bwd``) and the programs eqsat's pre- and post-grad passes choose
+(``name/eqsat/fwd``, ``name/eqsat/bwd``), each with the predicted kernels by kind next to Inductor's.
+
     python -m bench.calibrate --device cpu --graphs 40
     python -m bench.calibrate --device cuda --graphs 60 --models
+    python -m bench.calibrate --device cpu --train --models --graphs 0 --only wukong,dhen
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import itertools
 import random
 import re
 import statistics
+import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,11 +34,14 @@ import torch.nn.functional as F
 from scipy.optimize import nnls
 from scipy.stats import spearmanr
 
+from bench import train_step
 from bench.measure import latency_ms
-from eqsat.cost import CostModel
-from fx_bridge import inductor_metrics, torch_compat
+from eqsat.cost import CostModel, ProgramCost
+from eqsat.fusion import plan_groups
+from eqsat.original import input_program
+from fx_bridge import eqsat_backend, inductor_metrics, post_grad, torch_compat
 from fx_bridge.lower import lower
-from fx_bridge.pipeline import Options, build
+from fx_bridge.pipeline import Options, build, price_input, view_of
 
 UNARY = [torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.gelu]
 BINARY = [torch.add, torch.mul, torch.sub]
@@ -105,6 +118,10 @@ class _Builder:
         return torch.fx.GraphModule(torch.nn.Module(), self.graph), self.inputs
 
 
+def _why(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+
+
 def random_graph(seed: int):
     rng = random.Random(seed)
     b = _Builder(rng, rows=rng.choice([64, 256, 1024, 4096]), width=rng.choice([64, 128, 256]))
@@ -113,19 +130,25 @@ def random_graph(seed: int):
     return b.finish()
 
 
-def model_graphs(device: str):
-    """Dynamo graphs of every ``bench.models`` entry that builds here (name, gm, inputs)."""
+def model_builds(device: str, only: list[str] | None = None):
+    """(name, module, inputs) of every ``bench.models`` entry that builds here at size small, or of
+    those named in ``only``, in its order (the transformer blocks only when named: they need ``transformers``)."""
     try:
         from bench.models import NEEDS_TRANSFORMERS, REGISTRY
     except ImportError:
         return
-    for name, build in REGISTRY.items():
-        if name in NEEDS_TRANSFORMERS:
-            continue
+    for name in only or [n for n in REGISTRY if n not in NEEDS_TRANSFORMERS]:
         try:
-            model, inputs = build("small", device, torch.float32)
-        except Exception:
+            model, inputs = REGISTRY[name]("small", device, torch.float32)
+        except Exception as e:  # a model this machine cannot build is left out, and said so
+            print(f"  skip {name}: {_why(e)}")
             continue
+        yield name, model, inputs
+
+
+def model_graphs(device: str, only: list[str] | None = None):
+    """Dynamo graphs of the ``model_builds`` models (name, gm, inputs)."""
+    for name, model, inputs in model_builds(device, only):
         captured = []
 
         def grab(gm, example_inputs):
@@ -180,23 +203,146 @@ def calibrate(graphs, device: str, model: CostModel) -> list[Row]:
             cost, terms = predict(gm, inputs, model)
             counts, counters, ms = measure(gm, inputs, device)
         except Exception as e:  # one broken graph must not end the run: report and go on
-            print(f"  skip {name}: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
+            print(f"  skip {name}: {_why(e)}")
             if __debug__ and "-v" in __import__("sys").argv:
                 traceback.print_exc()
             continue
-        rows.append(Row(name, terms, cost.kernels, counts["total"], cost.extern, counts["extern"],
-                        counters["total"], cost.bytes, ms))
-        print(f"  {name:24s} terms={terms:4d} predicted={cost.kernels:3d} measured={counts['total']:3d}"
-              f" (extern {cost.extern}/{counts['extern']})  {ms:.3f} ms")
+        rows.append(_print_row(Row(name, terms, cost.kernels, counts["total"], cost.extern, counts["extern"],
+                                   counters["total"], cost.bytes, ms)))
     return rows
+
+
+def _print_row(r: Row) -> Row:
+    print(f"  {r.name:24s} terms={r.terms:4d} predicted={r.predicted:3d} measured={r.measured:3d}"
+          f" (extern {r.extern_pred}/{r.extern_meas})  {r.ms:.3f} ms")
+    return r
+
+
+# -- training steps: the Aten graphs Inductor compiles ------------------------------------------------
+@dataclass
+class Priced:
+    cost: ProgramCost
+    terms: int
+    groups: Counter  # the kernels ``program_cost`` counts, by kind (pointwise, reduction, mm, ...)
+
+
+class PricingPass(torch_compat.CustomGraphPass):
+    """A post-grad pass that changes nothing: prices each Aten graph just before Inductor lowers it
+    (after eqsat's post-grad pass, which runs the user's pass last), as eqsat's pass prices its input."""
+
+    def __init__(self, model: CostModel):
+        self.model = model
+        self.priced: list[Priced | Exception] = []
+
+    def uuid(self):
+        return None
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        try:
+            self.priced.append(price_aten(graph, self.model))
+        except Exception as e:  # a graph we cannot price becomes a skipped row, never a failed compile
+            self.priced.append(e)
+
+
+def price_aten(graph: torch.fx.Graph, model: CostModel) -> Priced:
+    body, _, inputs = post_grad.functional_body(graph)
+    built, low = price_input(body, inputs, model)
+    return Priced(built.before, low.num_terms, predicted_groups(built, low, model))
+
+
+def predicted_groups(built, low, model: CostModel) -> Counter:
+    """The kernel groups the cost model plans for the input program, counted by kind."""
+    view = view_of(built.session, low)
+    found = input_program(view, low.originals, low.roots)
+    groups, _ = plan_groups(view, found.choice, found.roots, model.frozen_params,
+                            model.pointwise_cat_inputs, model.outer_loop_fusion)
+    return Counter(_group_kind(view, found.choice, g, low) for g in groups)
+
+
+def _group_kind(view, choice, group, low) -> str:
+    if group[0].kind == "extern":
+        node = view.nodes[choice[group[0].writes]]
+        if node.ctor == "Opaque":
+            return f"opaque {low.opaque[node.args[0][1]].label.removeprefix('torch._ops.')}"
+        return node.ctor.lower()
+    if all(k.copy_of is not None for k in group):
+        return "cat copy"
+    return "reduction" if any(k.kind == "reduction" for k in group) else "pointwise"
+
+
+# backend per row prefix: the input programs (Inductor alone), and the programs eqsat chooses
+TRAIN_BACKENDS = {"": lambda: "inductor", "eqsat/": eqsat_backend}
+
+
+def train_step_graphs(model, inputs, backend, cost: CostModel) -> dict[str, tuple[list, list[str]]]:
+    """Per phase (fwd, bwd): the priced Aten graphs and Inductor's wrapper code of each, in compile order."""
+    pricing = PricingPass(cost)
+    torch_compat.reset_dynamo()
+    with inductor_metrics.inductor_config_patch("inductor", post_grad_pass=pricing):
+        with inductor_metrics.capture_output_code() as fwd_code:
+            loss = train_step.loss_of(torch.compile(model, backend=backend)(*inputs))
+        n_fwd = len(pricing.priced)
+        with inductor_metrics.capture_output_code() as bwd_code:
+            loss.backward()
+    return {"fwd": (pricing.priced[:n_fwd], fwd_code), "bwd": (pricing.priced[n_fwd:], bwd_code)}
+
+
+def calibrate_train(models, device: str, cost: CostModel) -> list[Row]:
+    """Rows ``name/fwd``, ``name/bwd`` (and ``name/eqsat/...``) for one training step of each model;
+    latency is not measured per graph (ms is NaN: those rows stay out of the α/β fit)."""
+    rows = []
+    for name, model, inputs in models:
+        t0 = time.perf_counter()
+        inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
+        for prefix, backend in TRAIN_BACKENDS.items():
+            try:
+                phases = train_step_graphs(copy.deepcopy(model).to(device).train(),
+                                           train_step.training_inputs(inputs), backend(), cost)
+            except Exception as e:  # one broken model must not end the run
+                print(f"  skip {name}/{prefix}: {_why(e)}")
+                continue
+            for phase, (priced, codes) in phases.items():
+                rows += _phase_rows(f"{name}/{prefix}{phase}", priced, codes)
+        print(f"  {name}: {time.perf_counter() - t0:.1f} s")
+    return rows
+
+
+def _phase_rows(label: str, priced: list, codes: list[str]) -> list[Row]:
+    if len(priced) != len(codes):
+        print(f"  skip {label}: {len(priced)} graphs priced, {len(codes)} compiled")
+        return []
+    rows = []
+    for i, (p, code) in enumerate(zip(priced, codes)):
+        name = f"{label}{i if len(codes) > 1 else ''}"
+        if isinstance(p, Exception):
+            print(f"  skip {name}: {_why(p)}")
+            continue
+        counts = inductor_metrics.launch_counts([code])
+        rows.append(_print_row(Row(name, p.terms, p.cost.kernels, counts["total"], p.cost.extern,
+                                   counts["extern"], -1, p.cost.bytes, float("nan"))))
+        print(f"      predicted: {_kinds(p.groups)}\n      inductor:  {_kinds(Counter(inductor_metrics.launch_names(code)))}")
+    return rows
+
+
+def _kinds(counts: Counter) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def fit_alpha_beta(rows: list[Row]) -> tuple[float, float, float]:
     """α µs/launch, β µs/byte and a per-call constant, by non-negative least squares on latency."""
+    rows = [r for r in rows if np.isfinite(r.ms)]
     a = np.array([[r.measured, r.bytes, 1.0] for r in rows])
     t = np.array([r.ms * 1e3 for r in rows])
     (alpha, beta, const), _ = nnls(a, t)
     return alpha, beta, const
+
+
+def summary(label: str, rows: list[Row]) -> None:
+    pred, meas = [r.predicted for r in rows], [r.measured for r in rows]
+    rho = spearmanr(pred, meas).statistic if len(rows) > 2 else float("nan")
+    mae = statistics.fmean(abs(p - m) for p, m in zip(pred, meas)) if rows else float("nan")
+    exact = sum(p == m for p, m in zip(pred, meas))
+    print(f"{label}graphs={len(rows)}  Spearman={rho:.3f}  MAE={mae:.2f} kernels  exact={exact}/{len(rows)}")
 
 
 def report(rows: list[Row]) -> None:
@@ -205,13 +351,13 @@ def report(rows: list[Row]) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r.name} | {r.terms} | {r.predicted} | {r.measured} | {r.extern_pred}/{r.extern_meas}"
-              f" | {r.metric if r.metric >= 0 else '–'} | {r.bytes / 1e6:.2f} | {r.ms:.3f} |")
-    pred, meas = [r.predicted for r in rows], [r.measured for r in rows]
-    rho = spearmanr(pred, meas).statistic if len(rows) > 2 else float("nan")
-    mae = statistics.fmean(abs(p - m) for p, m in zip(pred, meas)) if rows else float("nan")
-    exact = sum(p == m for p, m in zip(pred, meas))
-    print(f"\ngraphs={len(rows)}  Spearman={rho:.3f}  MAE={mae:.2f} kernels  exact={exact}/{len(rows)}")
-    if len(rows) >= 3:
+              f" | {r.metric if r.metric >= 0 else '–'} | {r.bytes / 1e6:.2f} | {'–' if np.isnan(r.ms) else f'{r.ms:.3f}'} |")
+    print()
+    summary("", rows)
+    for phase in ("fwd", "bwd"):
+        if any(r.name.endswith(f"/{phase}") for r in rows):
+            summary(f"{phase}: ", [r for r in rows if r.name.endswith(f"/{phase}")])
+    if sum(np.isfinite(r.ms) for r in rows) >= 3:
         alpha, beta, const = fit_alpha_beta(rows)
         print(f"fitted on latency: alpha={alpha:.2f} us/launch  beta={beta:.3e} us/byte"
               f"  (+{const:.1f} us per call)")
@@ -244,6 +390,9 @@ def main(argv=None) -> None:
     ap.add_argument("--graphs", type=int, default=30, help="random graphs in the corpus")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--models", action="store_true", help="add bench.models graphs to the corpus")
+    ap.add_argument("--only", help="comma-separated bench.models names (transformer blocks included when named)")
+    ap.add_argument("--train", action="store_true", help="the Aten forward and backward graphs of a training "
+                    "step instead of Dynamo graphs, as Inductor gets them and as eqsat optimizes them")
     ap.add_argument("-v", action="store_true", help="tracebacks for skipped graphs")
     ap.add_argument("--rescore", metavar="CALIBRATE_TXT", help="predict again for a committed run's graphs "
                     "(random graphs by seed, models at size small) instead of compiling")
@@ -252,9 +401,14 @@ def main(argv=None) -> None:
     if args.rescore:
         return report(rescore(args.rescore, args.device, model))
     corpus = [(f"random/{s}", *random_graph(s)) for s in range(args.seed, args.seed + args.graphs)]
-    rows = calibrate(corpus, args.device, model)
-    if args.models:
-        rows += calibrate(model_graphs(args.device), args.device, model)
+    only = args.only.split(",") if args.only else None
+    if args.train:
+        models = model_builds(args.device, only) if args.models else ()
+        rows = calibrate_train(itertools.chain(corpus, models), args.device, model)
+    else:
+        rows = calibrate(corpus, args.device, model)
+        if args.models:
+            rows += calibrate(model_graphs(args.device, only), args.device, model)
     report(rows)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
-#   bash bench/h200_session.sh JOB...    (JOB: calibrate | bench | dynamic | hf | hf_frozen | train | ddp |
+#   bash bench/h200_session.sh JOB...    (JOB: calibrate | calibrate_train | bench | dynamic | hf | hf_frozen | train | ddp |
 #                                          scale | wide | layout | soak | mend | parity | dump |
 #                                          freezecheck)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
@@ -21,6 +21,9 @@ for job in "$@"; do
   case $job in
     calibrate) timeout "${T_CAL:-200}" python3 -m bench.calibrate --device cuda --graphs "${GRAPHS:-30}" --models \
                  > /tmp/job.txt 2>&1 ;;
+    # #15: the Aten forward and backward graphs of a training step, input and eqsat-optimized: predicted vs measured
+    calibrate_train) timeout "${T_CALT:-240}" python3 -m bench.calibrate --device cuda --train --models --graphs 0 \
+                       --only "${CAL_MODELS:-wukong,dhen,interformer,bert_layer,gpt2_block}" > /tmp/job.txt 2>&1 ;;
     bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
              --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} \
              --out "$out/bench" > /tmp/job.txt 2>&1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import Any
 from unittest import mock
 
 import torch
@@ -67,6 +68,14 @@ def launch_counts(codes: list[str]) -> dict[str, int]:
     return {"generated": generated, "extern": extern, "total": generated + extern}
 
 
+def launch_names(code: str) -> list[str]:
+    """What each launch of one wrapper's ``call`` body runs: ``triton_poi``/``triton_red``/``triton_per``
+    (and the other Triton kinds), ``cpp`` (a fused C++ function), or the extern call (``mm``, ``aten.sort``)."""
+    body = code.split("def call(", 1)[-1]
+    kernels = [m.split("_")[0] if m.startswith("cpp") else "_".join(m.split("_")[:2]) for m in _LAUNCH.findall(body)]
+    return kernels + [m[1].split(".", 1)[1].removeprefix("ops.") for m in _EXTERN.findall(body)]
+
+
 def inductor_counters() -> dict[str, int]:
     """Non-zero `counters["inductor"]` entries: Optimus pass counters, pattern matches, extern calls."""
     return {k: int(v) for k, v in counters["inductor"].items() if v}
@@ -104,9 +113,11 @@ def _cold_cache_settings() -> dict[str, bool]:
 
 
 @contextlib.contextmanager
-def inductor_config_patch(mode: str, cold: bool = True, freezing: bool = False) -> Iterator[None]:
+def inductor_config_patch(mode: str, cold: bool = True, freezing: bool = False,
+                          post_grad_pass: Any = None) -> Iterator[None]:
     """Inductor config for one benchmark mode; `cold` disables every compile cache; `freezing` folds
-    parameters into constants in inference compiles (every mode gets the same setting).
+    parameters into constants in inference compiles (every mode gets the same setting);
+    `post_grad_pass` is the user's post-grad pre-pass (eqsat's post-grad pass runs it after its own).
 
     Mode "inductor_optimus" enables every Optimus pass; every other mode (Inductor alone and the eqsat
     modes, which hand their graph to Inductor) gets empty fusion-option dicts so Optimus cannot
@@ -114,6 +125,8 @@ def inductor_config_patch(mode: str, cold: bool = True, freezing: bool = False) 
     """
     pre, post = optimus_options() if mode == "inductor_optimus" else ({}, {})
     settings = {"pre_grad_fusion_options": pre, "post_grad_fusion_options": post, "freezing": freezing}
+    if post_grad_pass is not None:
+        settings["post_grad_custom_pre_pass"] = post_grad_pass
     if cold:
         settings.update(_cold_cache_settings())
     with inductor_config.patch(settings):

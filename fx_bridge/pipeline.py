@@ -209,6 +209,13 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     return Round(new_gm, improved)
 
 
+def price_input(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], cost: CostModel) -> tuple[Built, Lowered]:
+    """The graph lowered as ``optimize`` lowers it, in a session with no rules; ``built.before`` is
+    its price before any rule runs (what the calibration compares with Inductor)."""
+    low = lower(functionalize_intermediates(drop_noop_autocast(gm), example_inputs), example_inputs)
+    return build(low, [], Options(), cost), low
+
+
 def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
           deadline: Deadline | None = None) -> Built:
     """A session with the rules and the input program, priced as written (before any rule ran:

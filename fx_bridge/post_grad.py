@@ -86,9 +86,7 @@ class EqsatPostGradPass(torch_compat.CustomGraphPass):
 def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
     """Optimize a post-grad graph in place; on any failure leave it untouched and say why."""
     try:
-        _functionalize_sole_use_views(graph)
-        body, epilogue = _lift_epilogue(graph)
-        inputs = [torch_compat.node_value(n) for n in body.graph.nodes if n.op == "placeholder"]
+        body, epilogue, inputs = functional_body(graph)
         new_gm, report = optimize(body, inputs, options, torch_compat.aot_user_outputs(graph))
         if new_gm is not body:
             _replace_body(graph, new_gm.graph, epilogue)
@@ -96,6 +94,14 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
         return report
     except Exception as e:  # never break a compile over a graph we cannot improve safely
         return kept_original(e, len(graph.nodes), " post-grad")
+
+
+def functional_body(graph: torch.fx.Graph) -> tuple[torch.fx.GraphModule, list[torch.fx.Node], list]:
+    """What the pass optimizes, leaving ``graph`` alone: a copy without the input-copy epilogue
+    (see ``_lift_epilogue``), sole-use in-place views made functional; the epilogue; the inputs' fake values."""
+    body, epilogue = _lift_epilogue(graph)
+    _functionalize_sole_use_views(body.graph)
+    return body, epilogue, [torch_compat.node_value(n) for n in body.graph.nodes if n.op == "placeholder"]
 
 
 def _functionalize_sole_use_views(graph: torch.fx.Graph) -> None:

@@ -36,3 +36,39 @@ def test_rescore_pairs_todays_prediction_with_the_measured_launches(tmp_path, mo
     rows = calibrate.rescore(str(run), "cuda", CostModel.for_device("cuda"))
     assert [(r.name, r.predicted, r.measured, r.extern_pred, r.extern_meas, r.ms) for r in rows] == [
         ("random/3", 1, 2, 0, 0, 0.008), ("random/5", 2, 7, 1, 1, 0.109)]
+
+
+class LinearSigmoid(torch.nn.Module):
+    """sigmoid(x @ w.T), hand-counted: forward one mm and one pointwise kernel; backward one pointwise
+    kernel (the sigmoid's gradient) and two mm (the input's and the weight's gradients)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(64, 32, bias=False)
+
+    def forward(self, x):
+        return torch.sigmoid(self.lin(x))
+
+
+def test_training_step_rows_price_and_measure_the_aten_forward_and_backward(monkeypatch):
+    # eqsat's backend only (a compile per backend costs seconds): its post-grad pass runs the pricing pass after its own
+    monkeypatch.setattr(calibrate, "TRAIN_BACKENDS", {"eqsat/": calibrate.eqsat_backend})
+    rows = calibrate.calibrate_train([("tiny", LinearSigmoid(), (torch.randn(16, 64),))], "cpu",
+                                     CostModel.for_device("cpu"))
+    got = {r.name: (r.predicted - r.extern_pred, r.extern_pred, r.measured, r.extern_meas) for r in rows}
+    assert got == {"tiny/eqsat/fwd": (1, 1, 2, 1), "tiny/eqsat/bwd": (1, 2, 3, 2)}
+
+
+def test_launch_names_read_the_kernel_kinds_of_a_wrapper():
+    from fx_bridge import inductor_metrics
+
+    code = ("def triton_poi_fused_add_0(): pass\n"
+            "def call(args):\n"
+            "    triton_poi_fused_add_0.run(buf0, grid=grid(64))\n"
+            "    triton_per_fused_sum_1.run(buf1, buf2)\n"
+            "    buf3 = extern_kernels.mm(buf2, arg0_1)\n"
+            "    extern_kernels.bmm(buf3, buf4, out=buf5)\n"
+            "    cpp_fused_mul_2(buf5)\n"
+            "    buf6 = torch.ops.aten.sort.default(buf5)\n")
+    assert sorted(inductor_metrics.launch_names(code)) == [
+        "aten.sort", "bmm", "cpp", "mm", "triton_per", "triton_poi"]

@@ -301,8 +301,18 @@ RULE_NAMES = frozenset(r.name for r in BATCH_RULES)
 # (one mm on the concatenated weight), and stacking one activation k times copies it k times. It is also
 # a miscompile: Inductor (2.11 on the H200, 2.13 on CPU) computed HF BART wrongly (max error 6.2) when a
 # stack of [x, y, y, y] fed the batched matmul, and right when that stack was a graph output.
-# group_linear's are also not all of one shape (batch_linear's).
-DISTINCT_INPUTS = {"batch_linear", "group_linear"}
+# group_linear's are also not all of one shape (batch_linear's). batch_mm stacks both operands (and
+# addmm's bias): each must be distinct too (BERT's backward stacked one activation three times).
+def _input(t: Term) -> set:
+    return {(0, t.args[0])}
+
+
+def _operands(t: Term) -> set:
+    return set(enumerate(t.args))
+
+
+DISTINCT_OPERANDS: dict[str, Callable[[Term], set]] = {
+    "batch_linear": _input, "group_linear": _input, "batch_mm": _operands}
 ADMITS: dict[str, Callable[[_Ctx, list[Term]], bool]] = {
     "group_linear": lambda ctx, ts: len({(ctx.shape(t.args[0]), ctx.shape(t.args[1])) for t in ts}) > 1,
 }
@@ -329,20 +339,20 @@ def term_graph(low: Lowered) -> nx.DiGraph:
 
 
 def _independent_subsets(members: list[str], anc: dict[str, int], bit: dict[str, int],
-                         input_of: Callable[[str], object] | None = None) -> Iterator[list[str]]:
+                         input_of: Callable[[str], set] | None = None) -> Iterator[list[str]]:
     """Optimus' greedy partition (``find_independent_subset_greedy``) without its size limits:
     walk in topological order, take a member unless a taken one is its ancestor (or, with
-    ``input_of``, reads the same input); repeat on the rest."""
+    ``input_of``, stacks one of the same operands); repeat on the rest."""
     while len(members) >= 2:
         taken, mask, rest, inputs = [], 0, [], set()
         for m in members:
-            x = input_of(m) if input_of else None
-            if anc[m] & mask or (x is not None and x in inputs):
+            x = input_of(m) if input_of else set()
+            if anc[m] & mask or x & inputs:
                 rest.append(m)
             else:
                 taken.append(m)
                 mask |= bit[m]
-                inputs.add(x)
+                inputs |= x
         if len(taken) >= 2:
             yield taken
         members = rest
@@ -386,7 +396,8 @@ def find_groups(low: Lowered, disabled: Sequence[str] = ()) -> list[tuple[str, B
         anc[let] = a
     groups = []
     for (rule, _), (build, lets) in keyed.items():
-        input_of = (lambda m: low.originals[m].args[0]) if rule in DISTINCT_INPUTS else None
+        operands = DISTINCT_OPERANDS.get(rule)
+        input_of = (lambda m: operands(low.originals[m])) if operands else None
         for subset in _independent_subsets(lets, anc, bit, input_of):
             if not ADMITS.get(rule, lambda *_: True)(ctx, [low.originals[m] for m in subset]):
                 continue

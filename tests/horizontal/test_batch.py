@@ -174,6 +174,17 @@ def test_batch_linear_members_read_distinct_inputs():
     assert len(inputs) == 2 and len(set(inputs)) == 2
 
 
+def test_batch_mm_members_stack_distinct_operands():
+    """Weight gradients g_i.T @ x of one activation x: a stack of [x, x, x] copies it three times."""
+    def f(g1, g2, g3, x, y):
+        return torch.mm(g1, x), torch.mm(g2, x), torch.mm(g3, y)
+
+    gm, ex = capture(f, *(torch.randn(8, 8) for _ in range(5)))
+    low = lower(gm, ex)
+    (members,) = [m for rule, _, m in find_groups(low) if rule == "batch_mm"]
+    assert len(members) == 2 and len({low.originals[m].args[1] for m in members}) == 2
+
+
 @pytest.mark.parametrize("case", [
     lambda a, b: (torch.relu(a), torch.relu(b[:, :4])),                       # shapes differ
     lambda a, b: (torch.relu(a), torch.relu(b.double())),                      # dtypes differ
@@ -300,7 +311,8 @@ def test_binary_with_shared_full_rank_operand():
 
 
 def test_batch_mm_and_addmm():
-    """Three addmm of different inputs and three mm of one input: bmm/baddbmm over stacked operands."""
+    """Three addmm of different inputs: baddbmm over stacked operands; three mm of one input are
+    batch_linear_lhs's only (a bmm would stack that input three times)."""
     torch.manual_seed(0)
 
     class Mms(nn.Module):
@@ -316,7 +328,7 @@ def test_batch_mm_and_addmm():
     args = [torch.randn(5, 8) for _ in range(3)]
     gm, ex = capture(Mms(), *args)
     got = horizontal_unions(lower(gm, ex)).counts
-    assert got == {"batch_mm": 2, "batch_linear_lhs": 1}, got
+    assert got == {"batch_mm": 1, "batch_linear_lhs": 1}, got
     gm, _ = check_against_eager(Mms(), *args, cost=FROZEN, uses=["batch_mm"])
     assert torch.baddbmm in targets(gm) and torch.addmm not in targets(gm), targets(gm)
 

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .ops import CTOR_CATEGORY, Category
-import networkx as nx
 
-from .serialized import ROOT, Choice, EGraphView, ENode, choice_graph
+from .serialized import Choice, EGraphView, ENode, walk
 
 DTYPE_BYTES = {
     "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
@@ -87,7 +86,7 @@ _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Ca
 
 def topo_order(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
     """Chosen classes reachable from ``roots``, producers first (depth-first post-order)."""
-    return [c for c in nx.dfs_postorder_nodes(choice_graph(view, roots, choice), ROOT) if c is not ROOT]
+    return walk(view, roots, choice).postorder
 
 
 class _Planner:

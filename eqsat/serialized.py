@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable
-
-import networkx as nx
 
 from .schema import NAME_CTORS, TERM_SORTS
 
@@ -25,9 +24,10 @@ class ENode:
     eclass: str
     args: list[Arg]
 
-    @property
+    @cached_property
     def children(self) -> list[str]:
-        """The term e-classes this node reads, in argument order."""
+        """The term e-classes this node reads, in argument order (cached: extraction reads it per
+        visit, and a property rebuilding the list was a quarter of the extract phase)."""
         return [a[1] for a in self.args if a[0] == "class"]
 
 
@@ -46,16 +46,49 @@ class EGraphView:
         return len(self.nodes)
 
 
-ROOT = object()  # the source of a choice graph: an edge to every root, in order
+ROOT = object()  # the source of a raising walk: an edge to every root, in order
 
 
-def choice_graph(view: EGraphView, roots: Iterable[str], choice: Choice) -> nx.DiGraph:
-    """Class → child class edges of the program ``choice`` describes, children in argument order,
-    plus ``ROOT`` → each root: walks from ``ROOT`` visit exactly what the roots use."""
-    g = nx.DiGraph()
-    g.add_edges_from((ROOT, r) for r in roots)
-    g.add_edges_from((cls, k) for cls, nid in choice.items() for k in view.nodes[nid].children)
-    return g
+@dataclass
+class Walk:
+    """A depth-first walk of a program from its roots, children in argument order."""
+
+    preorder: list[str]   # classes in the order first reached
+    postorder: list[str]  # producers first
+    acyclic: bool
+
+
+def walk(view: EGraphView, roots: Iterable[str], choice: Choice) -> Walk:
+    """Walk the program ``choice`` from ``roots`` (a child without a chosen node is a leaf). Plain
+    Python: building a networkx graph for each walk was most of the time pricing a candidate."""
+    pre: list[str] = []
+    post: list[str] = []
+    on_stack: dict[str, bool] = {}  # reached class → still on the stack
+    acyclic = True
+
+    def kids(c: str):
+        return iter(dict.fromkeys(view.nodes[choice[c]].children)) if c in choice else iter(())
+
+    for r in dict.fromkeys(roots):
+        if r in on_stack:
+            continue
+        on_stack[r] = True
+        pre.append(r)
+        stack = [(r, kids(r))]
+        while stack:
+            c, it = stack[-1]
+            for k in it:
+                if k not in on_stack:
+                    on_stack[k] = True
+                    pre.append(k)
+                    stack.append((k, kids(k)))
+                    break
+                acyclic &= not on_stack[k]
+            else:
+                stack.pop()
+                on_stack[c] = False
+                post.append(c)
+    return Walk(pre, post, acyclic)
 
 
 def _decode(raw: dict, node_id: str):

@@ -107,23 +107,21 @@ SPLIT_RUNS = (
     f"(rule ((= S (Split x s d))) ((Get S 0)) {_A})",
     f"(rule ((= g (Get S i)) (= S (Split x s d)) (< (+ i 1) (vec-length s))) ((Get S (+ i 1))) {_A})",
     *NEIGHBOURS,
-    f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (= S (Split x s d)) (= r (TNil)))"
-    f" ((SplitRun l S i (+ i 1) r)) {_A})",
-    f"(rule ((CatCell l d) (= l (TCons (Get S i) r)) (= S (Split x s d)) (= (+ i 1) (vec-length s)))"
-    f" ((SplitRun l S i (+ i 1) r)) {_A})",
     # CatGet(l, S, i, r): a cat's cell holding piece i of S. Joined from the TCons table directly,
     # the run-end rule below scans every cons cell headed by a Get (other rules' lists too) each
     # iteration: quadratic on a wide split (512 pieces: 21 s of analysis instead of 0.5 s), and the
     # run walk every piece of S per step (4,096 pieces: 0.8 s).
     "(relation CatGet (TList TTuple i64 TList))",
     f"(rule ((CatCell l d) (= l (TCons (Get S i) r))) ((CatGet l S i r)) {_A})",
+    f"(rule ((CatGet l S i r) (= r (TNil)) (= S (Split x s d)) (CatCell l d)) ((SplitRun l S i (+ i 1) r)) {_A})",
+    f"(rule ((CatGet l S i r) (= S (Split x s d)) (= (+ i 1) (vec-length s)) (CatCell l d))"
+    f" ((SplitRun l S i (+ i 1) r)) {_A})",
     f"(rule ((CatGet l S i r) (= S (Split x s d)) (CatCell l d) (= r (TCons h u))"
     f" (NextGet S i g) (!= h g)) ((SplitRun l S i (+ i 1) r)) {_A})",
     f"(rule ((CatGet l S i r) (SplitRun r S (+ i 1) j tail)) ((SplitRun l S i j tail)) {_A})",
     f"(rule ((= c (Cat l d))) ((RunStart l d)) {_A})",
-    f"(rule ((CatCell l d) (= l (TCons h r)) (= r (TCons (Get S 0) u))) ((RunStart r d)) {_A})",
-    f"(rule ((CatCell l d) (= l (TCons h r)) (= r (TCons (Get S i) u)) (PrevGet S i g) (!= h g))"
-    f" ((RunStart r d)) {_A})",
+    f"(rule ((CatGet r S 0 u) (= l (TCons h r)) (CatCell l d)) ((RunStart r d)) {_A})",
+    f"(rule ((CatGet r S i u) (PrevGet S i g) (= l (TCons h r)) (CatCell l d) (!= h g)) ((RunStart r d)) {_A})",
 )
 _RUN = "(RunStart l d) (SplitRun l S i j tail) (>= (- j i) 2) (= S (Split x s d))"
 
@@ -174,10 +172,11 @@ def _equal_runs(rel: str, cell, guard: str = "") -> tuple[str, ...]:
         f"(rule ({at} (= r (TCons g u)) ({rel}Next S i c g) (NextOther S i)) (({rel} l S i (+ i 1) r)) {_A})",
         f"(rule ({at} ({rel} r S (+ i 1) j tail) (NextSame S i)) (({rel} l S i j tail)) {_A})",
         f"(rule ((= e (Cat l c))) (({rel}Start l c)) {_A})",
-        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {cell('0')} u))) (({rel}Start r c)) {_A})",
-        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) ({rel}Prev S i c g) (!= h g))"
+        # the cell before a run's first cell, found from that cell (<Rel>Cell), not from all cons cells
+        f"(rule (({rel}Cell r S 0 u c) (= l (TCons h r)) (CatCell l c)) (({rel}Start r c)) {_A})",
+        f"(rule (({rel}Cell r S i u c) ({rel}Prev S i c g) (= l (TCons h r)) (CatCell l c) (!= h g))"
         f" (({rel}Start r c)) {_A})",
-        f"(rule ((CatCell l c) (= l (TCons h r)) (= r (TCons {here} u)) ({rel}Prev S i c h) (PrevOther S i))"
+        f"(rule (({rel}Cell r S i u c) ({rel}Prev S i c h) (PrevOther S i) (= l (TCons h r)) (CatCell l c))"
         f" (({rel}Start r c)) {_A})",
     )
 
@@ -203,7 +202,7 @@ def _stack_cells(rel: str, piece) -> tuple[str, ...]:
         f"(rule ({at} (= r (TNil)) (< (+ i 1) (vec-length s))) ((StackEdge l e)) {_A})",
         f"(rule ({at} (= t (Stack l e)) (> i 0)) ((StackEdge l e)) {_A})",
         f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) (= i 0)) ((StackEdge l e)) {_A})",
-        f"(rule ((StackCell l e) (= l (TCons h r)) (= r (TCons {here} u)) ({rel}Prev S i e g) (!= h g))"
+        f"(rule (({rel} r S i u e) ({rel}Prev S i e g) (= l (TCons h r)) (StackCell l e) (!= h g))"
         f" ((StackEdge l e)) {_A})",
     )
 

@@ -188,7 +188,8 @@ class Session:
         without one.
 
         Time: ``deadline`` (default: ``budget.seconds`` from now) is checked before every rule
-        iteration and between the analysis commands (``ANALYSIS_CHUNK`` rules each), keeping ``reserve(e-graph size)`` seconds for extraction. Stopping early keeps the
+        iteration (which must leave as long as the last one took) and between the analysis commands
+        (``ANALYSIS_CHUNK`` rules each), keeping ``reserve(e-graph size)`` seconds for extraction. Stopping early keeps the
         e-graph as it is: every fact in it is true, only some rewrites are missing.
         """
         deadline = deadline or Deadline(budget.seconds)
@@ -204,15 +205,17 @@ class Session:
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"
         step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)}))"
-        growth = 1.0
+        growth, last_step = 1.0, 0.0  # an iteration cannot be interrupted: expect it to take as long as the last
         for it in range(budget.iterations if fams else 0):
             size = log.sizes[-1]
-            if deadline.out_of_time("saturate", reserve(size)):
+            if deadline.out_of_time("saturate", reserve(size) + last_step):
                 break
             snapshot = size * max(2.0, 2 * growth) > budget.nodes
             if snapshot:
                 self._run("(push)")
+            t_step = time.perf_counter()
             (out,) = self._run(step)
+            last_step = time.perf_counter() - t_step
             self._count_fired(out, log)
             updated = self._analyse(deadline, reserve, log) or out.report.updated
             n = self.size()

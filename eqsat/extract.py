@@ -14,11 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-import networkx as nx
-
 from .cost import UNKNOWN, CostModel, ProgramCost
 from .ilp import break_cycles, solve
-from .serialized import ROOT, Choice, EGraphView, ENode, choice_graph, preorder
+from .serialized import Choice, EGraphView, ENode, walk
 
 NodeCost = Callable[[ENode, EGraphView], float]
 
@@ -49,8 +47,9 @@ def node_costs(view: EGraphView, node_cost: NodeCost) -> dict[str, float]:
     return {nid: node_cost(node, view) for nid, node in view.nodes.items()}
 
 
-def _finalise(view: EGraphView, costs: dict[str, float]) -> tuple[Choice, dict[str, int]]:
-    """Tree-optimal node per class for the whole e-graph, and the order classes became final."""
+def _finalise(view: EGraphView, costs: dict[str, float]) -> tuple[Choice, dict[str, int], dict[str, float]]:
+    """Tree-optimal node per class for the whole e-graph, the order classes became final, and each
+    class's tree cost."""
     parents: dict[str, list[str]] = {}
     pending: dict[str, int] = {}
     kids_of: dict[str, tuple[str, ...]] = {}
@@ -77,13 +76,13 @@ def _finalise(view: EGraphView, costs: dict[str, float]) -> tuple[Choice, dict[s
             pending[p] -= 1
             if pending[p] == 0:
                 heapq.heappush(heap, (costs[p] + sum(best[c] for c in kids_of[p]), p))
-    return choice, rank
+    return choice, rank, best
 
 
 def bottom_up(view: EGraphView, roots: Iterable[str], node_cost: NodeCost | dict[str, float]) -> Choice:
     """Tree-optimal choice for every class reachable from ``roots``."""
     costs = node_cost if isinstance(node_cost, dict) else node_costs(view, node_cost)
-    choice, _ = _finalise(view, costs)
+    choice, _, _ = _finalise(view, costs)
     return reachable(view, _check_roots(roots, choice), choice)
 
 
@@ -97,15 +96,11 @@ def _check_roots(roots: Iterable[str], choice: Choice) -> list[str]:
 
 def reachable(view: EGraphView, roots: Iterable[str], choice: Choice) -> Choice:
     """The part of ``choice`` the roots actually use."""
-    return {cls: choice[cls] for cls in preorder(view, roots, choice) if cls in choice}
+    return {cls: choice[cls] for cls in walk(view, roots, choice).preorder}
 
 
 def is_acyclic(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
-    try:
-        nx.find_cycle(choice_graph(view, roots, choice), ROOT)
-    except nx.NetworkXNoCycle:
-        return True
-    return False
+    return walk(view, roots, choice).acyclic
 
 
 def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
@@ -195,12 +190,12 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     t0 = time.perf_counter()
     roots = list(dict.fromkeys(roots))
     costs = node_costs(view, model.node_cost)
-    full, rank = _finalise(view, costs)
+    full, rank, best = _finalise(view, costs)
     candidates: dict[str, Choice] = {"bottom_up": reachable(view, _check_roots(roots, full), full)}
     ilp_status, gap = "not run", None
     remaining = time_limit - (time.perf_counter() - t0)
     if remaining > 0:
-        kept = break_cycles(view, roots, rank, costs, UNKNOWN)
+        kept = break_cycles(view, roots, rank, best, full, costs, UNKNOWN)
         res = solve(view, roots, kept, costs, remaining)
         ilp_status, gap = res.status, res.gap
         if res.choice is not None and all(r in res.choice for r in roots):

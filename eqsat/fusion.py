@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 from .ops import CTOR_CATEGORY, Category
 
-from .serialized import Choice, EGraphView, ENode, postorder
+from .serialized import Choice, EGraphView, ENode, walk
 
 DTYPE_BYTES = {
     "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
@@ -89,7 +89,7 @@ _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Ca
 
 def topo_order(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
     """Chosen classes reachable from ``roots``, producers first (depth-first post-order)."""
-    return postorder(view, roots, choice)
+    return walk(view, roots, choice).postorder
 
 
 class _Planner:

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Iterator
-
-import networkx as nx
+from typing import Iterable
 
 from .schema import NAME_CTORS, TERM_SORTS
 
@@ -47,47 +45,49 @@ class EGraphView:
         return len(self.nodes)
 
 
-ROOT = object()  # the source of a choice graph: an edge to every root, in order
+ROOT = object()  # the source of a raising walk: an edge to every root, in order
 
 
-def choice_graph(view: EGraphView, roots: Iterable[str], choice: Choice) -> nx.DiGraph:
-    """Class → child class edges of the program ``choice`` describes, children in argument order,
-    plus ``ROOT`` → each root: walks from ``ROOT`` visit exactly what the roots use."""
-    g = nx.DiGraph()
-    g.add_edges_from((ROOT, r) for r in roots)
-    g.add_edges_from((cls, k) for cls, nid in choice.items() for k in view.nodes[nid].children)
-    return g
+@dataclass
+class Walk:
+    """A depth-first walk of a program from its roots, children in argument order."""
+
+    preorder: list[str]   # classes in the order first reached
+    postorder: list[str]  # producers first
+    acyclic: bool
 
 
-def _walk(view: EGraphView, roots: Iterable[str], choice: Choice) -> Iterator[tuple[str, bool]]:
-    """Depth-first walk of the program ``choice`` from ``roots``, children in argument order:
-    (class, True) when a class is entered, (class, False) when it is left — the order of networkx's
-    walks of :func:`choice_graph` from ``ROOT``, without building the graph (extraction's search walks
-    thousands of candidate programs)."""
-    seen: set[str] = set()
-    stack: list[tuple[str | None, Iterator[str]]] = [(None, iter(roots))]
-    while stack:
-        for cls in stack[-1][1]:
-            if cls not in seen:
-                seen.add(cls)
-                yield cls, True
-                nid = choice.get(cls)
-                stack.append((cls, iter(view.nodes[nid].children if nid is not None else ())))
-                break
-        else:
-            left, _ = stack.pop()
-            if left is not None:
-                yield left, False
+def walk(view: EGraphView, roots: Iterable[str], choice: Choice) -> Walk:
+    """Walk the program ``choice`` from ``roots`` (a child without a chosen node is a leaf). Plain
+    Python: building a networkx graph for each walk was most of the time pricing a candidate."""
+    pre: list[str] = []
+    post: list[str] = []
+    on_stack: dict[str, bool] = {}  # reached class → still on the stack
+    acyclic = True
 
+    def kids(c: str):
+        return iter(dict.fromkeys(view.nodes[choice[c]].children)) if c in choice else iter(())
 
-def preorder(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
-    """Classes the roots use, each before its children."""
-    return [cls for cls, entered in _walk(view, roots, choice) if entered]
-
-
-def postorder(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
-    """Classes the roots use, producers first."""
-    return [cls for cls, entered in _walk(view, roots, choice) if not entered]
+    for r in dict.fromkeys(roots):
+        if r in on_stack:
+            continue
+        on_stack[r] = True
+        pre.append(r)
+        stack = [(r, kids(r))]
+        while stack:
+            c, it = stack[-1]
+            for k in it:
+                if k not in on_stack:
+                    on_stack[k] = True
+                    pre.append(k)
+                    stack.append((k, kids(k)))
+                    break
+                acyclic &= not on_stack[k]
+            else:
+                stack.pop()
+                on_stack[c] = False
+                post.append(c)
+    return Walk(pre, post, acyclic)
 
 
 def _decode(raw: dict, node_id: str):

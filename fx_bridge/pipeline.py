@@ -47,12 +47,26 @@ log = logging.getLogger("eqsat")
 # lowered again before the next, so no rewrite can enable one of an earlier family.
 GREEDY_ORDER = ("split_cat", "batch", "algebra")
 
-# Extraction and raising (serialize, parse, find and price the input, bottom-up, price the candidates,
-# raise) take about this many times the input's pricing in ``build``, per e-node; saturation stops
-# that early. The reserve is capped at a share of the budget: the first pricing in a process also
-# pays a one-off warm-up that would otherwise starve small graphs of saturation time.
-EXTRACT_RESERVE = 6.0
+# Extraction and raising (read the e-graph, find the input, bottom-up, price the candidates, raise;
+# the ILP only gets what is left) take about this many times the input's pricing in ``build``, per
+# e-node; saturation stops that early (measured: 1.8x to 3.6x on split→sigmoid→cat ×1,024 and random
+# 5k / 20k-node graphs; 6 left a 60 s budget on 50k nodes 13 s unused). The reserve is capped at a
+# share of the budget: the first pricing in a process also pays a one-off warm-up that would
+# otherwise starve small graphs of saturation time.
+EXTRACT_RESERVE = 4.0
 MAX_RESERVE_SHARE = 0.4
+
+# Pricing the loaded input and finding the horizontal candidates take about this share of the time
+# loading took (random 20k nodes: 3.4 s and 2.0 s after 11.3 s); the build stops before them when
+# they would run past the budget.
+AFTER_LOAD = 0.5
+
+# The ILP (and the fusion search after it) refine the bottom-up program; they get at most this share of
+# the time the optimizer spent before extraction, and at least ILP_MIN_SECONDS. Its LP relaxation
+# is weak on wide lists: on a 1,024-way split→sigmoid→cat (LP bound 4.8, optimum 14.4, the bottom-up
+# program) HiGHS took 2.9 s to prove what bottom-up found, after 1.5 s for everything else.
+ILP_SHARE = 0.25
+ILP_MIN_SECONDS = 1.0
 
 
 @contextmanager
@@ -178,7 +192,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     used_before = dict(report.rules_used)  # a round that keeps its input credits no rule
     _record(report, built, ex, rules)
     before, improved = built.before, ex.extraction.improved
-    if not improved and not opts.always_raise:
+    if not improved and (not opts.always_raise or deadline.hit):  # out of time: no raising for nothing
         return Round(gm, False)
     with _phase(report, "raise"):
         try:
@@ -220,31 +234,37 @@ def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
           deadline: Deadline | None = None) -> Built:
     """A session with the rules and the input program, priced as written (before any rule ran:
     one e-node per class), plus the horizontal fusion candidates when the batch family runs.
-    Raises ``OutOfTime`` when ``deadline`` runs out first (a half-built input is unusable)."""
+    Raises ``OutOfTime`` when ``deadline`` runs out first (a half-built input is unusable), or
+    leaves less than the extraction reserve (the input is all there is to extract)."""
     deadline = deadline or Deadline(opts.seconds)
     session = Session(rules, shape_rules())
-    session.load(low.program, deadline)
     t0 = time.perf_counter()
+    session.load(low.program, deadline)
+    t1 = time.perf_counter()
+    deadline.check("build", AFTER_LOAD * (t1 - t0))  # pricing and the candidates cannot be stopped
     before = input_program(view_of(session, low), low.originals, low.roots, cost).cost
-    per_node = EXTRACT_RESERVE * (time.perf_counter() - t0) / max(session.size(), 1)
+    per_node = EXTRACT_RESERVE * (time.perf_counter() - t1) / max(session.size(), 1)
     built = Built(session, before, per_node, MAX_RESERVE_SHARE * opts.seconds)
-    deadline.check("build")
+    deadline.check("build", built.reserve(session.size()))  # extraction could not finish in time
     if opts.horizontal and _has_family(rules, "batch"):
         unions = horizontal_unions(low, opts.disabled)
         session.load(unions, deadline)
         built.inserted, built.offered, built.batched = unions.inserted, unions.counts, unions.members
+        deadline.check("build", built.reserve(session.size()))
     return built
 
 
 def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
                     deadline: Deadline | None = None) -> Extracted:
     """The cheapest program in the saturated e-graph; the input program when nothing is cheaper.
-    The ILP gets ``ilp_seconds`` or what the deadline leaves after pricing, whichever is less."""
+    The ILP gets the least of ``ilp_seconds``, what the deadline leaves after pricing, and its share
+    of the time spent so far (``ILP_SHARE``)."""
     view = view_of(built.session, low)
     found = input_program(view, low.originals, low.roots)
     ilp_seconds = opts.ilp_seconds
     if deadline is not None:
-        ilp_seconds = min(ilp_seconds, deadline.left() - built.reserve(built.session.size()))
+        ilp_seconds = min(ilp_seconds, deadline.left() - built.reserve(built.session.size()),
+                          max(ILP_MIN_SECONDS, ILP_SHARE * deadline.elapsed()))
         if ilp_seconds <= 0:
             deadline.out_of_time("extract")
     ex = extract(view, found.roots, cost, ilp_seconds, original=found.choice, before=built.before,

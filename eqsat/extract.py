@@ -206,7 +206,7 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
         banned = {n for c in batched for n in view.classes.get(c, ())
                   if not any(k in reach for k in view.nodes[n].children)}
         if banned:
-            fused, _ = _finalise(view, {n: UNKNOWN if n in banned else c for n, c in costs.items()})
+            fused, _, _ = _finalise(view, {n: UNKNOWN if n in banned else c for n, c in costs.items()})
             if all(r in fused for r in roots):
                 candidates["batched"] = reachable(view, roots, fused)
     priced = {name: model.program_cost(view, ch, roots) for name, ch in candidates.items()

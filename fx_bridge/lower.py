@@ -396,8 +396,7 @@ def _leaves(x: Any) -> list:
 
 def _backed_int(v: Any) -> bool:
     """A SymInt with a hint: an expression over the graph's size symbols, rebuilt where needed."""
-    return isinstance(v, torch.SymInt) and torch_compat.sym_hint(
-        torch_compat.sym_expr(v), torch_compat.shape_env_of(v)) is not None
+    return isinstance(v, torch.SymInt) and torch_compat.symint_hint(v) is not None
 
 
 def _unbacked(val: Any) -> bool:

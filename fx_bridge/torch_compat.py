@@ -251,6 +251,12 @@ def sym_hint(expr: Any, shape_env: Any) -> int | None:
     return int(exact(expr) if exact is not None else shape_env.size_hint(expr))
 
 
+def symint_hint(s: Any) -> int | None:
+    """A SymInt's example value, read from its own ShapeEnv (``int(s)`` would add a guard); None
+    when it is unbacked."""
+    return sym_hint(sym_expr(s), shape_env_of(s))
+
+
 def is_floor_div(expr: Any) -> bool:
     from torch.utils._sympy.functions import FloorDiv
 

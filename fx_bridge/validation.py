@@ -97,10 +97,8 @@ def _deterministic_outputs(gm: torch.fx.GraphModule, random_nodes: set[torch.fx.
 
 
 def _hint(s: Any) -> Any:
-    """A symbolic size's example value (read from the ShapeEnv: ``int(s)`` would add a guard)."""
-    if isinstance(s, torch.SymInt):
-        return torch_compat.sym_hint(torch_compat.sym_expr(s), torch_compat.shape_env_of(s))
-    return s
+    """A symbolic size's example value; any other value as it is."""
+    return torch_compat.symint_hint(s) if isinstance(s, torch.SymInt) else s
 
 
 def _real(x: Any) -> Any:

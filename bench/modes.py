@@ -16,12 +16,16 @@ EQSAT_MODES = {"eqsat_greedy": "greedy", "eqsat": "saturate"}
 @dataclass
 class Compiled:
     fn: torch.nn.Module
-    backend: object | None = None  # the eqsat backend, whose `.reports` describe each optimized graph
+    backend: object | None = None  # the eqsat backend, whose reports describe each optimized graph
     reports: list[dict] = field(default_factory=list)
 
     def collect_reports(self) -> list[dict]:
+        """The Dynamo graphs' reports, then the Aten (post-grad) graphs' with ``stage: post_grad``:
+        the optimizer's time in a training step is both."""
         if self.backend is not None:
             self.reports = [report.to_dict() for report in getattr(self.backend, "reports", [])]
+            self.reports += [{**report.to_dict(), "stage": "post_grad"}
+                             for report in getattr(self.backend, "post_grad_reports", [])]
         return self.reports
 
 

@@ -91,11 +91,13 @@ def has_symbols(values: Sequence[Any]) -> bool:
 
 
 def fake_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[Any]:
-    """What to propagate fake values from: a symbolic graph's own placeholder values (fakes over its
-    ShapeEnv, so new nodes get symbolic sizes); the example inputs otherwise."""
+    """What to propagate fake values from: the placeholders' own recorded fakes when every one has
+    one (a symbolic graph's are over its ShapeEnv, so new nodes get symbolic sizes; and nothing is
+    converted again: wide_recsys' 1,100 parameters took 0.5 s to fake anew); the example inputs
+    otherwise."""
     recorded = [torch_compat.node_value(n) for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(recorded) == len(example_inputs) and has_symbols(recorded) and all(
-            r is not None for r in recorded):
+    if len(recorded) == len(example_inputs) and all(
+            torch_compat.is_fake(r) or (r is not None and not isinstance(r, torch.Tensor)) for r in recorded):
         return recorded
     return list(example_inputs)
 

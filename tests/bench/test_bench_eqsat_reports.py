@@ -48,3 +48,13 @@ def test_eqsat_mode_rows_carry_backend_reports(monkeypatch):
     assert row["status"] == "ok", row
     assert len(row["graphs"]) == 1 and row["egraph_nodes"] == row["graphs"][0]["egraph_nodes"] > 64
     assert row["rules_fired"] == {"cat_of_split": 2} and row["max_abs_err"] == pytest.approx(0, abs=1e-6)
+
+
+def test_post_grad_reports_count_in_the_optimizer_time():
+    """A training step's optimizer time is the Dynamo graph's and the Aten graphs' (forward, backward)."""
+    from bench.modes import Compiled
+
+    backend = types.SimpleNamespace(reports=[_Report(3)], post_grad_reports=[_Report(4), _Report(5)])
+    graphs = Compiled(torch.nn.Identity(), backend).collect_reports()
+    assert [g.get("stage") for g in graphs] == [None, "post_grad", "post_grad"]
+    assert _summarize_reports(graphs)["optimizer_s"] == 1.5

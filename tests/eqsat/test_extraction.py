@@ -99,3 +99,19 @@ def test_training_step_price_counts_the_gradient_matmuls():
     res = extract(view, roots, step, original=input_in(view, p, outs))
     assert res.improved and res.after.extern == 1, res
     assert res.cost == step.program_cost(view, res.choice, roots).cost
+
+
+def test_an_ilp_too_large_for_its_time_limit_is_not_started(monkeypatch):
+    """HiGHS overruns a limit it cannot meet and returns nothing: extraction skips it, keeps the
+    bottom-up program, and says so (with a generous rate the same ILP runs and wins)."""
+    import eqsat.extract as extraction
+
+    p, outs, unions = two_linears_with_fused_form()
+    view = view_of(p, extra=unions)
+    roots = roots_of(view, outs)
+    monkeypatch.setattr(extraction, "ILP_COLUMNS_PER_SECOND", 1e-3)
+    res = extract(view, roots, FROZEN)
+    assert res.ilp_status.startswith("skipped:") and "ilp" not in res.candidates
+    assert res.cost <= FROZEN.program_cost(view, bottom_up(view, roots, FROZEN.node_cost), roots).cost
+    monkeypatch.setattr(extraction, "ILP_COLUMNS_PER_SECOND", 1e9)
+    assert extract(view, roots, FROZEN).ilp_status == "optimal"

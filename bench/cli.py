@@ -48,6 +48,8 @@ def parser() -> argparse.ArgumentParser:
                      help="also run every compiled mode with the batch dim marked dynamic (rows 'MODE+dyn')")
     run.add_argument("--train", action=argparse.BooleanOptionalAction, default=True,
                      help="also measure a training step (forward + sum-loss backward)")
+    run.add_argument("--no-infer", dest="infer", action="store_false",
+                     help="the training step only (a big model's compiles may not all fit one session)")
     run.add_argument("--freezing", action="store_true",
                      help="Inductor's freezing (parameters folded into constants) for every mode; it "
                           "only applies to inference compiles, the training step is unchanged")
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> Path:
     tag = run_tag(args.device)
     out_dir = Path(args.out.format(tag=tag))
     out_dir.mkdir(parents=True, exist_ok=True)
-    phases = [p for p in PHASES if p == "infer" or args.train]
+    phases = [p for p in PHASES if (p == "infer" and args.infer) or (p == "train" and args.train)]
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
             "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads(), "freezing": args.freezing}
     settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds,

@@ -62,9 +62,10 @@ for l in open(sys.argv[1]):
            --size small > /tmp/job.txt 2>&1 ;;
     scale) timeout "${T_SCALE:-120}" python3 -m bench.pipeline_scale --nodes 1000 5000 > /tmp/job.txt 2>&1 ;;
     # #14: the wide recsys model (256 sparse features at medium, a tower each; thousands of kernels in
-    # training): Inductor alone vs eqsat vs Inductor+Optimus, inference and training; rows stream
+    # training): Inductor alone vs eqsat vs Inductor+Optimus, inference and training; rows stream.
+    # WIDE_FLAGS='--train --no-infer' WIDE_MODES=inductor_optimus: one row that did not fit a call
     wide) timeout "${T_WIDE:-300}" python3 -m bench run --device cuda --size "${WIDE_SIZE:-medium}" --models wide_recsys \
-            --modes "${WIDE_MODES:-inductor,eqsat,inductor_optimus}" --train --out "$out/wide" > /tmp/job.txt 2>&1
+            --modes "${WIDE_MODES:-inductor,eqsat,inductor_optimus}" ${WIDE_FLAGS:---train} --out "$out/wide" > /tmp/job.txt 2>&1
           python3 -m bench report "$out/wide" >> /tmp/job.txt 2>&1
           cat "$out/wide/report.md" >> /tmp/job.txt ;;
     layout) timeout "${T_LAYOUT:-120}" python3 -m bench.layout_check --device cuda > /tmp/job.txt 2>&1 ;;

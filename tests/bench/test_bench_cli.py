@@ -96,3 +96,10 @@ def test_cli_freezing_folds_parameters_in_every_mode(tmp_path):
         saved = torch.load(out / "outputs" / f"recsys_tower.{mode}.infer.pt")
         torch.testing.assert_close(saved["outputs"], eager["outputs"], rtol=1e-4, atol=1e-5)
     assert "freezing on" in (out / "report.md").read_text()
+
+
+def test_cli_no_infer_runs_the_training_step_only(tmp_path):
+    main(["run", "--models", "split_cat_64", "--modes", "eager", "--size", "tiny", "--no-infer",
+          "--min-seconds", "0.01", "--out", str(tmp_path)])
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["phase"] for r in rows] == ["train"] and rows[0]["status"] == "ok", rows

@@ -60,6 +60,8 @@ def _try_frame(site: Site, filename: str, lineno: int, observed: dict) -> Decisi
         elif isinstance(stmt, ast.If):
             facts = observed.get((os.path.realpath(filename), stmt.lineno))
             decision.rule, decision.replacement = "where", rewrite_where(stmt, scope, facts)
+        elif site.category != SIDE_EFFECT and (loop := table_loop(scope, stmt)) is not None:
+            _rows(decision, loop, scope)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             decision.rule, decision.replacement = "defer", rewrite_defer(stmt, scope, filename)
         elif is_item_assign(stmt):
@@ -68,8 +70,6 @@ def _try_frame(site: Site, filename: str, lineno: int, observed: dict) -> Decisi
             (_, decision.replacement), *ifs = rewrite_item(stmt, scope, facts)
             decision.rule = "item"
             decision.companions = [Decision(site, filename, func, s, "where", replacement=r) for s, r in ifs]
-        elif (loop := table_loop(scope, stmt)) is not None:
-            _rows(decision, loop, scope)
         elif site.category in (SCALAR_READ, DYNAMIC_SHAPE):
             decision.reason = f"no rewrite rule for {site.category}: its Python value leaves the graph"
         else:

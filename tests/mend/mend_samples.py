@@ -232,3 +232,63 @@ def item_shapes(x):
     else:
         z = y
     return z + 1
+
+
+def rows_proposals(x, levels):
+    """Grounding-DINO's proposal loop: a table's values as slice bounds, view and linspace sizes."""
+    shape_list = list(levels)
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    out = []
+    pos = 0
+    for level, (h, w) in enumerate(shapes):
+        piece = x[:, pos : pos + h * w].view(x.shape[0], h, w)
+        grid = torch.linspace(0.5, h - 0.5, h, dtype=torch.float32)
+        out.append((piece.sum(-1) * grid).flatten(1) / (x[:, None, level] * w))
+        pos += h * w
+    return torch.cat(out, -1)
+
+
+def rows_made_by_caller(x):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    return rows_reference_points(x, shapes)
+
+
+def rows_reference_points(x, shapes):
+    refs = []
+    for level, (h, w) in enumerate(shapes):
+        ref = torch.linspace(0.5, h - 0.5, h, dtype=torch.float32)
+        refs += [ref[None] / (x[:, None, level] * h), x[:, None, level] * w]
+    return torch.cat(refs, -1)
+
+
+def rows_written_in_place(x, bump):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    if bump:
+        shapes.sub_(1)  # (3, 3), (1, 1): a mended loop must not use the list's ints
+    return rows_reference_points(x, shapes)
+
+
+def rows_value_escapes(x):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    sizes = []
+    for h, w in shapes:
+        sizes.append(h)  # a 0-d tensor in the list; an int after the rewrite
+        x = x[:, : h * w]
+    return x.sum(), sizes
+
+
+def rows_int32_table(x):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.int32)  # not int64: no proof the ints agree
+    for h, w in shapes:
+        x = x[:, : h * w]
+    return x.sum()
+
+
+def rows_table_of_floats(x):
+    shape_list = [(4.0, 4.0), (2.0, 2.0)]  # integral floats: the tensor is int64, but the list holds no ints
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    return rows_reference_points(x, shapes)

@@ -292,3 +292,22 @@ def rows_table_of_floats(x):
     shape_list = [(4.0, 4.0), (2.0, 2.0)]  # integral floats: the tensor is int64, but the list holds no ints
     shapes = torch.as_tensor(shape_list, dtype=torch.long)
     return rows_reference_points(x, shapes)
+
+
+class MemoRope(torch.nn.Module):
+    """Phi-3 LongRoPE's shape: a data-dependent branch that memoises a table and rebinds a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("inv_freq", torch.ones(3), persistent=False)
+        self.original_inv_freq = self.inv_freq
+
+    def forward(self, x):
+        if x.max() > 3:
+            if not hasattr(self, "long_inv_freq"):
+                self.long_inv_freq = torch.full((3,), 0.5, device=x.device)
+            self.register_buffer("inv_freq", self.long_inv_freq, persistent=False)
+        else:
+            self.original_inv_freq = self.original_inv_freq.to(x.device)
+            self.register_buffer("inv_freq", self.original_inv_freq, persistent=False)
+        return x * self.inv_freq

@@ -456,3 +456,13 @@ def test_rows_dropped_when_the_table_arrives_without_ints(mended):
     report = mended(s.rows_table_of_floats, torch.rand(2, 4) + 0.5)
     assert not report.applied and report.after.breaks == report.before.breaks >= 1 and report.outputs_equal
     assert "arrived without the list's ints" in report.decisions[0].reason
+
+
+def test_branch_that_memoises_module_state_is_refused_with_the_writes_named(mended):
+    model = s.MemoRope()
+    report = mended(model, torch.ones(3))
+    assert not report.applied and report.after.breaks == report.before.breaks == 1
+    assert report.decisions[0].reason.startswith(
+        "the branch writes object state (self.long_inv_freq, self.register_buffer('inv_freq', ...), "
+        "self.original_inv_freq)")
+    assert not hasattr(model, "long_inv_freq")  # a short call never builds the long table

@@ -2,7 +2,7 @@
 
     shapes = torch.as_tensor(shape_list, dtype=torch.long)    shapes = __mend_rt__.int_table(torch.as_tensor(...), shape_list)
     ...                                                  ==>  ...
-    for level, (h, w) in enumerate(shapes):                   for level, (h, w) in enumerate(__mend_rt__.table_rows(shapes, 2)):
+    for level, (h, w) in enumerate(shapes):                   for level, (h, w) in enumerate(__mend_rt__.table_rows(shapes, 2, 65536)):
         x = m[:, pos : pos + h * w].view(b, h, w, 1)              (body unchanged)
         pos += h * w
 
@@ -14,12 +14,12 @@ loop those ints. Two proofs make that exact:
 * **The body cannot tell an int from a 0-d int64 tensor** (`int_uses`, static). Every read of a row
   name, and of a local derived from them only by `+ - *` (`pos` above), must be a slice bound, a size
   argument (`view`, `reshape`, `expand`, `repeat`, `new_*`, `torch.zeros/ones/empty/arange/linspace`),
-  `v +- k/2` as a `linspace`/`arange` bound, or a factor of a tensor indexed with `None` (so at least
-  1-d, and type promotion is the same for a 0-d tensor and a Python int: checked for every dtype in
-  the tests). No truth test, no indexing by it, no escape (return, call argument, container).
-  Bounds keep int64 and Python ints equal: `table_rows` admits values below 2**16 in magnitude and
-  fewer than 2**16 rows; an int expression has at most one `*`, constants below 2**16, and a
-  derived local only grows by `+=`/`-=` from int constants.
+  `v +- k/2` as a `linspace`/`arange` bound, or a factor (or divisor) of a tensor indexed with `None`
+  (so at least 1-d: it decides the dtype; the values agree for |v| <= 256, exact in every float dtype,
+  checked for every dtype in the tests). No truth test, no indexing by it, no escape (return, call
+  argument, container). Bounds keep int64 and Python ints equal: `table_rows` admits values below
+  the loop's bound (2**16, or 257 with a tensor factor) and `int_table` fewer than 2**16 rows; an int expression has at most one `*`, constants below 2**16, and a
+  derived local starts as an int constant and only grows by `+=`/`-=`, once per row.
 * **The table still holds those ints** (checked at run time). Dynamo cannot read a tensor's version
   counter without a data-dependent guard, so traced, `table_rows` asserts in the graph that the table
   equals the ints (an in-place write after `int_table` then fails loudly; it never goes unnoticed).
@@ -42,6 +42,7 @@ from fx_bridge.mend.scope import Scope, header, stored_names
 from fx_bridge.mend.source import own_statements
 
 LIMIT = 2**16  # |value|, |constant| and row count bound (see the module docstring)
+EXACT_IN_HALF = 2**8  # the largest |int| below which every int is exact in bfloat16 (and float16)
 _SIZE_METHODS = {"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty"}
 _TORCH_SIZED = {"zeros", "ones", "empty", "arange", "linspace"}
 _TORCH_RANGES = {"arange", "linspace"}
@@ -98,6 +99,7 @@ class _IntUses:
         self.scope, self.loop, self.rows = scope, loop, set(rows)
         func = scope.func
         self.parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
+        self.limit = LIMIT  # |value| bound the loop's uses need (lowered by a factor of a tensor)
         self.derived = self._derived()
         self.names = self.rows | self.derived
 
@@ -119,7 +121,7 @@ class _IntUses:
         return False
 
     def _derived(self) -> set[str]:
-        """Locals bound only as `n = <int const>` and `n += / -= <int expr of rows>`."""
+        """Locals bound only as `n = <int const>` and `n += / -= <int expr of rows>` directly in the loop body."""
         bindings: dict[str, list[ast.stmt]] = {}
         for stmt in own_statements(self.scope.func):
             for name in stored_names(header(stmt)):
@@ -131,7 +133,8 @@ class _IntUses:
             inits = [s for s in stmts if isinstance(s, ast.Assign) and len(s.targets) == 1
                      and isinstance(s.targets[0], ast.Name) and self._int_expr(s.value, set())]
             grows = [s for s in stmts if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)
-                     and isinstance(s.op, (ast.Add, ast.Sub)) and self._int_expr(s.value, self.rows)]
+                     and isinstance(s.op, (ast.Add, ast.Sub)) and self._int_expr(s.value, self.rows)
+                     and s in self.loop.body]  # once per row: the sum stays bounded
             if grows and len(inits) + len(grows) == len(stmts):
                 derived.add(name)
         return derived
@@ -188,14 +191,21 @@ class _IntUses:
         return _torch_call(call, self.scope, _TORCH_RANGES) and parent in call.args
 
     def _factor_of_tensor(self, expr: ast.expr, parent: ast.AST) -> bool:
-        """`t[..., None, ...] * v` (or `/`): t is at least 1-d there, so it decides promotion either way."""
-        if not (isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.Div))):
+        """`t[..., None, ...] * v`, `v * t[...]` or `t[...] / v`: t is at least 1-d there, so it decides the
+        result dtype either way. A 0-d tensor is cast to that dtype first, a Python scalar need not be (CUDA
+        keeps it in float), so the loop asks `table_rows` for |v| <= 256: exact in every float dtype, neither
+        path rounds it. `v / t` is refused: `tensor(65535) / fp16 2` is inf, `65535 / fp16 2` is 32768."""
+        if not (isinstance(parent, ast.BinOp) and (isinstance(parent.op, ast.Mult)
+                                                   or isinstance(parent.op, ast.Div) and parent.right is expr)):
             return False
         other = parent.left if parent.right is expr else parent.right
         if not isinstance(other, ast.Subscript):
             return False
         index = other.slice.elts if isinstance(other.slice, ast.Tuple) else [other.slice]
-        return any(isinstance(i, ast.Constant) and i.value is None for i in index)
+        if any(isinstance(i, ast.Constant) and i.value is None for i in index):
+            self.limit = min(self.limit, EXACT_IN_HALF + 1)
+            return True
+        return False
 
 
 def rewrite_rows_loop(loop: ast.For, scope: Scope) -> tuple[str, list[ast.stmt]]:
@@ -204,8 +214,9 @@ def rewrite_rows_loop(loop: ast.For, scope: Scope) -> tuple[str, list[ast.stmt]]
     rows = _row_names(loop)
     if name in rows:
         raise Refuse(f"`{name}` is rebound by its own loop")
-    _IntUses(scope, loop, rows).check()
-    wrapped = rt_call("table_rows", ast.Name(name, ast.Load()), ast.Constant(len(rows)))
+    uses = _IntUses(scope, loop, rows)
+    uses.check()
+    wrapped = rt_call("table_rows", ast.Name(name, ast.Load()), ast.Constant(len(rows)), ast.Constant(uses.limit))
     if isinstance(loop.iter, ast.Call):
         wrapped = ast.Call(copy.deepcopy(loop.iter.func), [wrapped], [])
     new = ast.For(copy.deepcopy(loop.target), wrapped, copy.deepcopy(loop.body), copy.deepcopy(loop.orelse),

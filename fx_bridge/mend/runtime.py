@@ -133,11 +133,14 @@ def int_table(tensor, source):
     return tensor
 
 
-def table_rows(table, width):
+def table_rows(table, width, limit):
     """What `for ... in table` iterates: eagerly `table` itself; traced, the ints `int_table` kept (rows of
-    `width`), with an in-graph assertion that the table still holds them (an in-place write fails loudly)."""
+    `width`, every |value| below `limit`, the bound the loop's uses need), with an in-graph assertion that
+    the table still holds them (an in-place write fails loudly)."""
     rows = getattr(table, _ROWS, None) if isinstance(table, torch.Tensor) else None
     if not torch.compiler.is_compiling() or rows is None or len(rows[0]) != width:
+        return table
+    if any(abs(v) >= limit for row in rows for v in row):
         return table
     if table.dtype != torch.int64 or tuple(table.shape) != (len(rows), width) \
             or torch.get_default_dtype() not in (torch.float32, torch.float64):

@@ -104,7 +104,7 @@ def test_rows_diff_changes_only_the_loop_header_and_the_table(tmp_path):
         new_text = rewrite_file(ROWS_SOURCE, report.applied)
     finally:
         report.patch.undo()
-    assert "    for level, (h, w) in enumerate(__mend_rt__.table_rows(shapes, 2)):\n        # one level of the table\n" \
+    assert "    for level, (h, w) in enumerate(__mend_rt__.table_rows(shapes, 2, 65536)):\n        # one level of the table\n" \
         in new_text
     assert "shapes = __mend_rt__.int_table(torch.as_tensor(shape_list, dtype=torch.long), shape_list)" in new_text
     patched = tmp_path / "rows_model_patched.py"

@@ -434,6 +434,7 @@ def test_rows_table_written_in_place_fails_loudly_not_silently(mended):
 @pytest.mark.parametrize("fn, why", [
     (s.rows_value_escapes, "`h` would be a Python int instead of a 0-d tensor in `sizes.append(h)`"),
     (s.rows_int32_table, "no `shapes = torch.as_tensor(<list>, dtype=torch.long)` up the call stack"),
+    (s.rows_divides_a_tensor, "`h` would be a Python int instead of a 0-d tensor in `h / x[:, None, :w]`"),
 ])
 def test_rows_near_misses_left_alone(mended, fn, why):
     report = mended(fn, torch.randn(2, 30))
@@ -444,12 +445,20 @@ def test_rows_near_misses_left_alone(mended, fn, why):
 @pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16,
                                    torch.bfloat16, torch.float32, torch.float64, torch.complex64])
 def test_rows_factor_of_an_at_least_1d_tensor_promotes_like_a_python_int(dtype):
-    """What [Rows] relies on for `t[:, None] * v`: a 0-d int64 tensor and a Python int give the same result."""
-    t = (torch.arange(6).reshape(2, 3) % 3).to(dtype)[:, None]
-    for v in (0, 1, 3, -2, 2**16 - 1):
-        for op in (torch.mul, torch.true_divide):
+    """What [Rows] relies on for `t[:, None] * v`, `v * t[...]`, `t[...] / v` with |v| <= 256: a 0-d int64
+    tensor and a Python int give the same dtype and the same values (NaN where the other has NaN)."""
+    t = (torch.arange(12).reshape(4, 3) * 37 % 11 - 3).to(dtype)[:, None]
+    for v in (0, 1, 3, -2, 7, 255, 256, -256):
+        for op in (lambda a, b: a * b, lambda a, b: b * a, lambda a, b: a / b):
             a, b = op(t, torch.tensor(v)), op(t, v)
-            assert a.dtype == b.dtype and torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))
+            assert a.dtype == b.dtype and torch.equal(a.isnan(), b.isnan())
+            assert torch.equal(torch.where(a.isnan(), 0, a), torch.where(b.isnan(), 0, b)), (v, a, b)
+
+
+def test_rows_int_over_a_tensor_differs_so_it_is_refused():
+    """Why [Rows] refuses `v / t`: the 0-d tensor is cast to t's dtype first, a Python numerator is not."""
+    t = torch.tensor([2.0], dtype=torch.float16)
+    assert (torch.tensor(65535) / t).isinf().all() and (65535 / t == 32768).all()
 
 
 def test_rows_dropped_when_the_table_arrives_without_ints(mended):

@@ -1,9 +1,10 @@
 """[Rows] a loop over a small int table made from a Python list -> iterate the list's ints.
 
-    shapes = torch.as_tensor(shape_list, dtype=torch.long)    shapes = __mend_rt__.int_table(torch.as_tensor(...), shape_list)
-    ...                                                  ==>  ...
-    for level, (h, w) in enumerate(shapes):                   for level, (h, w) in enumerate(__mend_rt__.table_rows(shapes, 2, 65536)):
-        x = m[:, pos : pos + h * w].view(b, h, w, 1)              (body unchanged)
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+        ==>  shapes = __mend_rt__.int_table(torch.as_tensor(shape_list, dtype=torch.long), shape_list)
+    for level, (h, w) in enumerate(shapes):
+        ==>  for level, (h, w) in enumerate(__mend_rt__.table_rows(shapes, 2, 65536)):
+        x = m[:, pos : pos + h * w].view(b, h, w, 1)     (the body is unchanged)
         pos += h * w
 
 Iterating a tensor yields 0-d tensors; using one as a size or slice bound reads its value, which
@@ -11,15 +12,16 @@ breaks the graph (Grounding-DINO's `spatial_shapes`, 5 breaks). The values are P
 place the table is made, so `int_table` keeps them on the tensor, and traced, `table_rows` hands the
 loop those ints. Two proofs make that exact:
 
-* **The body cannot tell an int from a 0-d int64 tensor** (`int_uses`, static). Every read of a row
-  name, and of a local derived from them only by `+ - *` (`pos` above), must be a slice bound, a size
-  argument (`view`, `reshape`, `expand`, `repeat`, `new_*`, `torch.zeros/ones/empty/arange/linspace`),
-  `v +- k/2` as a `linspace`/`arange` bound, or a factor (or divisor) of a tensor indexed with `None`
-  (so at least 1-d: it decides the dtype; the values agree for |v| <= 256, exact in every float dtype,
-  checked for every dtype in the tests). No truth test, no indexing by it, no escape (return, call
-  argument, container). Bounds keep int64 and Python ints equal: `table_rows` admits values below
-  the loop's bound (2**16, or 257 with a tensor factor) and `int_table` fewer than 2**16 rows; an int expression has at most one `*`, constants below 2**16, and a
-  derived local starts as an int constant and only grows by `+=`/`-=`, once per row.
+* **The body cannot tell an int from a 0-d int64 tensor** (`_IntUses`, static). Every read of a row
+  name, and of a local derived from them (`pos` above), must be a slice bound, a size argument
+  (`view`, `reshape`, `expand`, `repeat`, `new_*`, `torch.zeros/ones/empty/arange/linspace`),
+  `v +- k/2` as a `linspace`/`arange` bound, or (a row name) a factor or divisor of a tensor indexed with
+  `None` (at least 1-d, so it decides the dtype; the values agree for |v| <= 256, exact in every float dtype).
+  No truth test, no indexing by it, no escape (return, call argument, container). Bounds keep int64
+  and Python ints equal: `table_rows` admits values below the loop's bound (2**16, or 257 with a
+  tensor factor), `int_table` fewer than 2**16 rows; an int expression has at most one `*` and
+  constants below 2**16; a derived local starts as an int constant and only grows by `+=`/`-=`,
+  once per row.
 * **The table still holds those ints** (checked at run time). Dynamo cannot read a tensor's version
   counter without a data-dependent guard, so traced, `table_rows` asserts in the graph that the table
   equals the ints (an in-place write after `int_table` then fails loudly; it never goes unnoticed).
@@ -34,6 +36,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import math
 
 import torch
 
@@ -185,16 +188,18 @@ class _IntUses:
                 and isinstance(parent.right, ast.Constant) and type(parent.right.value) is float):
             return False
         k = parent.right.value * 2
-        if not (k == int(k) and abs(k) < 512):
+        if not (math.isfinite(k) and k == int(k) and abs(k) < 512):
             return False
         call = self.parents[id(parent)]
         return _torch_call(call, self.scope, _TORCH_RANGES) and parent in call.args
 
     def _factor_of_tensor(self, expr: ast.expr, parent: ast.AST) -> bool:
-        """`t[..., None, ...] * v`, `v * t[...]` or `t[...] / v`: t is at least 1-d there, so it decides the
+        """`t[..., None, ...] * v`, `v * t[...]` or `t[...] / v` (v a row name): t is at least 1-d, so it decides the
         result dtype either way. A 0-d tensor is cast to that dtype first, a Python scalar need not be (CUDA
         keeps it in float), so the loop asks `table_rows` for |v| <= 256: exact in every float dtype, neither
         path rounds it. `v / t` is refused: `tensor(65535) / fp16 2` is inf, `65535 / fp16 2` is 32768."""
+        if not (isinstance(expr, ast.Name) and expr.id in self.rows):  # a product or a sum may pass 256
+            return False
         if not (isinstance(parent, ast.BinOp) and (isinstance(parent.op, ast.Mult)
                                                    or isinstance(parent.op, ast.Div) and parent.right is expr)):
             return False

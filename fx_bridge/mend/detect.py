@@ -95,8 +95,10 @@ def detect(fn, args=(), kwargs=None, explain: bool = True) -> Detection:
     sites: dict[tuple[str, int], Site] = {}
     for raw in cap.breaks:
         key = (raw.filename, raw.lineno)
-        if key in sites:
+        if key in sites:  # keep the longest user stack: an inlined call shows its callers, a fresh frame does not
             sites[key].hits += 1
+            if len(raw.frames) > len(sites[key].frames):
+                sites[key].frames = raw.frames
             continue
         sites[key] = Site(raw.filename, raw.lineno, classify(raw), raw.gb_code, raw.gb_type, raw.frames)
     explained = dynamo_compat.explain_break_count(fn, args, kwargs) if explain else None

@@ -32,6 +32,14 @@ class _Splice(cst.CSTTransformer):
         body[0] = body[0].with_changes(leading_lines=original.leading_lines)
         return cst.FlattenSentinel(body)
 
+    def leave_For(self, original, updated):
+        """A loop header rewrite ([Rows]): only the iterable changes, the body stays as written."""
+        start = self.get_metadata(PositionProvider, original).start
+        code = self.replacements.pop((start.line, start.column), None)
+        if code is None:
+            return updated
+        return updated.with_changes(iter=cst.parse_module(code).body[0].iter)
+
     def leave_If(self, original, updated):
         return self._swap(original, updated)
 

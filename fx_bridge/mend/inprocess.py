@@ -25,6 +25,13 @@ class _Replace(ast.NodeTransformer):
         node = super().generic_visit(node)
         if isinstance(node, ast.stmt) and (node.lineno, node.col_offset) in self.replacements:
             new = copy.deepcopy(self.replacements[(node.lineno, node.col_offset)])
+            if isinstance(node, ast.For) and len(new) == 1 and isinstance(new[0], ast.For):
+                # a loop header rewrite: keep the (already visited) body and its real line numbers
+                node.iter = ast.copy_location(new[0].iter, node.iter)
+                for sub in ast.walk(node.iter):
+                    if "lineno" in sub._attributes:
+                        ast.copy_location(sub, node.iter)
+                return node
             for stmt in new:
                 for sub in ast.walk(stmt):
                     if "lineno" in sub._attributes:

@@ -95,7 +95,7 @@ def _undo_all(report: MendReport, reason: str) -> None:
 
 def _drop_fallbacks(detection: Detection, decisions: list[Decision]) -> bool:
     """Refuse rewrites whose runtime helper fell back to Python at trace time (values of
-    different shape/dtype/device, or a condition that is not a 1-element tensor)."""
+    different shape/dtype/device, a condition that is not a 1-element tensor, a table without its ints)."""
     dropped = False
     for site in detection.sites:
         if os.path.realpath(site.filename) != os.path.realpath(runtime.__file__):
@@ -109,7 +109,12 @@ def _drop_fallbacks(detection: Detection, decisions: list[Decision]) -> bool:
                 d.rule, d.reason = None, (f"{d.rule} fell back at trace time: values differ in shape/dtype/"
                                           "device, or the condition is not a 1-element tensor")
                 dropped = True
-    for d in decisions:  # an [Item] rewrite and the ifs it feeds stand or fall together
+    for d in decisions:  # a [Rows] loop that still breaks inside: its table came without the ints
+        if d.rule == "rows" and d.companions and any(
+                s.filename == d.filename and d.stmt.lineno <= s.lineno <= d.stmt.end_lineno for s in detection.sites):
+            d.rule, d.reason = None, "rows: the loop still breaks (its table arrived without the list's ints)"
+            dropped = True
+    for d in decisions:  # rewrites that stand or fall together: [Item] and its ifs, a [Rows] loop and its table
         group = [d] + d.companions
         if d.companions and any(g.rule is None for g in group):
             for g in group:
@@ -119,12 +124,15 @@ def _drop_fallbacks(detection: Detection, decisions: list[Decision]) -> bool:
 
 
 def _dedupe(decisions: list[Decision], earlier: list[Decision]) -> list[Decision]:
-    """Several sites can resolve to one statement (a logger wrapper called from two places)."""
-    keys = {d.key for d in earlier if d.rule}
+    """Several sites can resolve to one statement (a logger wrapper called from two places, one
+    table made for two loops); a companion that repeats one is replaced by the decision kept."""
+    kept = {d.key: d for d in earlier if d.rule}
     out = []
     for d in decisions:
-        if d.rule and d.key in keys:
+        if d.rule and d.key in kept:
             continue
-        keys.add(d.key)
+        kept.setdefault(d.key, d)
         out.append(d)
+    for d in out:
+        d.companions = [kept.get(c.key, c) if c.rule else c for c in d.companions]
     return out

@@ -11,6 +11,7 @@ from fx_bridge.mend.detect import DATA_DEPENDENT, DYNAMIC_SHAPE, SCALAR_READ, SI
 from fx_bridge.mend.predicate import Refuse
 from fx_bridge.mend.rule_defer import rewrite_defer
 from fx_bridge.mend.rule_item import is_item_assign, rewrite_item
+from fx_bridge.mend.rule_rows import is_table_creation, rewrite_rows_loop, rewrite_table_creation, table_loop
 from fx_bridge.mend.rule_trap import is_validation_guard, rewrite_trap
 from fx_bridge.mend.rule_where import rewrite_where
 from fx_bridge.mend.scope import Scope
@@ -23,7 +24,7 @@ class Decision:
     filename: str | None = None
     func: ast.FunctionDef | None = None
     stmt: ast.stmt | None = None
-    rule: str | None = None  # "where" | "trap" | "defer" | "item"; None = left alone
+    rule: str | None = None  # "where" | "trap" | "defer" | "item" | "rows"; None = left alone
     reason: str = ""
     replacement: list[ast.stmt] | None = None
     companions: list[Decision] = field(default_factory=list)  # rewrites that stand or fall with this one
@@ -59,6 +60,8 @@ def _try_frame(site: Site, filename: str, lineno: int, observed: dict) -> Decisi
         elif isinstance(stmt, ast.If):
             facts = observed.get((os.path.realpath(filename), stmt.lineno))
             decision.rule, decision.replacement = "where", rewrite_where(stmt, scope, facts)
+        elif site.category != SIDE_EFFECT and (loop := table_loop(scope, stmt)) is not None:
+            _rows(decision, loop, scope)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             decision.rule, decision.replacement = "defer", rewrite_defer(stmt, scope, filename)
         elif is_item_assign(stmt):
@@ -77,6 +80,28 @@ def _try_frame(site: Site, filename: str, lineno: int, observed: dict) -> Decisi
         for new in d.replacement or []:
             ast.fix_missing_locations(ast.copy_location(new, d.stmt))
     return decision
+
+
+def _rows(decision: Decision, loop, scope: Scope) -> None:
+    """[Rows]: the loop, plus the statement up the call stack (this frame first) that makes its table."""
+    name, replacement = rewrite_rows_loop(loop, scope)
+    for filename, lineno in reversed(decision.site.frames):
+        tree = parse_file(filename)
+        func = enclosing_function(tree, lineno) if tree else None
+        candidates = [s for s in own_statements(func) if isinstance(s, ast.Assign)] if func else []
+        if not any(isinstance(t, ast.Name) and t.id == name for s in candidates for t in s.targets):
+            continue
+        functions = live_functions(filename, func)
+        if not functions:
+            continue
+        caller = Scope(func, functions[0].__code__, functions[0].__globals__)
+        made = [s for s in candidates if is_table_creation(s, name, caller)]
+        if len(made) == 1:
+            decision.stmt, decision.rule, decision.replacement = loop, "rows", replacement
+            decision.companions = [Decision(decision.site, filename, func, made[0], "rows",
+                                            replacement=rewrite_table_creation(made[0]))]
+            return
+    raise Refuse(f"no `{name} = torch.as_tensor(<list>, dtype=torch.long)` up the call stack")
 
 
 def branch_lines(sites: list[Site]) -> set[tuple[str, int]]:

@@ -52,11 +52,33 @@ def _branch_parts(stmts: list[ast.stmt]) -> tuple[list[ast.Assign], ast.expr | N
     return assigns, ret
 
 
+_STATE_CALLS = {"register_buffer", "register_parameter", "register_module", "add_module", "setattr"}
+
+
+def _state_writes(node: ast.If) -> list[str]:
+    """Object-state writes in the branches (`self.memo = ...`, `register_buffer`, `setattr`)."""
+    writes = []
+    for stmt in node.body + node.orelse:
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store):
+                writes.append(ast.unparse(sub))
+            elif isinstance(sub, ast.Call):
+                name = sub.func.attr if isinstance(sub.func, ast.Attribute) else getattr(sub.func, "id", "")
+                if name in _STATE_CALLS:
+                    writes.append(ast.unparse(sub).split("(")[0] + "(" + (ast.unparse(sub.args[0]) if sub.args else "")
+                                  + ", ...)")
+    return list(dict.fromkeys(writes))
+
+
 def rewrite_where(node: ast.If, scope: Scope, observed: dict[str, str] | None = None) -> list[ast.stmt]:
     """`observed`: dtype class of each local tensor seen at this `if` (facts.observe); values
     proven total only through them are guarded by `facts_hold`, else-branch the original `if`."""
     if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
         raise Refuse("elif chain")
+    writes = _state_writes(node)
+    if writes:  # Phi-3 LongRoPE's memo: see docs/mend.md, Known limits
+        raise Refuse(f"the branch writes object state ({', '.join(writes)}): predicating it runs the writes on "
+                     "every call, and nothing proves them idempotent and unobservable")
     prefix, test = split_static_prefix(node.test, lambda e: looks_tensor_valued(e, scope))
     bound = scope.bound_before(node)
     typing = None

@@ -104,6 +104,53 @@ def tensor_equal(a, b):
     return torch.equal(a, b)
 
 
+# ---------------------------------------------------------------- int tables ([Rows])
+
+_ROWS = "_mend_rows"
+_ROWS_LIMIT = 2**16  # rule_rows.LIMIT: int64 and Python ints agree on every expression it admits
+
+
+def _int_rows(source):
+    """`source` as a tuple of equal-length tuples of Python ints within the bound, else None."""
+    if type(source) not in (list, tuple) or not 0 < len(source) < _ROWS_LIMIT:
+        return None
+    rows = []
+    for row in source:
+        if type(row) not in (list, tuple) or not row or len(row) != len(source[0]):
+            return None
+        if any(type(v) is not int or abs(v) >= _ROWS_LIMIT for v in row):
+            return None
+        rows.append(tuple(row))
+    return tuple(rows)
+
+
+def int_table(tensor, source):
+    """`torch.as_tensor(source, dtype=torch.long)` that also keeps `source`'s ints on the fresh tensor."""
+    rows = _int_rows(source)
+    if rows is not None and isinstance(tensor, torch.Tensor) and tensor.dtype == torch.int64 \
+            and tuple(tensor.shape) == (len(rows), len(rows[0])):
+        setattr(tensor, _ROWS, rows)
+    return tensor
+
+
+def table_rows(table, width, limit):
+    """What `for ... in table` iterates: eagerly `table` itself; traced, the ints `int_table` kept (rows of
+    `width`, every |value| below `limit`, the bound the loop's uses need), with an in-graph assertion that
+    the table still holds them (an in-place write fails loudly)."""
+    rows = getattr(table, _ROWS, None) if isinstance(table, torch.Tensor) else None
+    if not torch.compiler.is_compiling() or rows is None or len(rows[0]) != width:
+        return table
+    if any(abs(v) >= limit for row in rows for v in row):
+        return table
+    if table.dtype != torch.int64 or tuple(table.shape) != (len(rows), width) \
+            or torch.get_default_dtype() not in (torch.float32, torch.float64):
+        return table
+    held = torch.eq(table, torch.tensor(rows, dtype=table.dtype, device=table.device)).all()
+    dynamo_compat.assert_async(held, "mend: an int table was written in place after it was made; "
+                                     "the mended loop over it cannot use the values it was made from")
+    return rows
+
+
 # ---------------------------------------------------------------- deferred side effects
 
 

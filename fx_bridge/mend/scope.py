@@ -49,7 +49,7 @@ class Scope:
             if isinstance(stmt, (ast.Global, ast.Nonlocal)):
                 declared |= set(stmt.names)
             compound = isinstance(stmt, (ast.If, ast.While, ast.For, ast.With, ast.Try))
-            assigned |= stored_names(_header(stmt) if compound else stmt)  # bodies come as own statements
+            assigned |= stored_names(header(stmt) if compound else stmt)  # bodies come as own statements
         self.declared = declared
         self.locals = (assigned | self.params) - declared
         self._parents = {id(c): p for p in ast.walk(func) for c in ast.iter_child_nodes(p)}
@@ -98,8 +98,9 @@ class Scope:
         return self.resolve(name) is not _MISSING
 
 
-def _header(stmt: ast.stmt) -> ast.AST:
-    """The part of a compound statement that binds names itself (for-target, with-as, walrus, except-as)."""
+def header(stmt: ast.stmt) -> ast.AST:
+    """The part of a statement that binds names itself: a simple statement whole; of a compound one
+    the for-target, with-as, walrus or except-as (its body's statements bind the rest)."""
     if isinstance(stmt, (ast.If, ast.While)):
         return stmt.test
     if isinstance(stmt, ast.For):
@@ -109,4 +110,6 @@ def _header(stmt: ast.stmt) -> ast.AST:
         return ast.Tuple(parts, ast.Load())
     if isinstance(stmt, ast.Try):
         return ast.Tuple([ast.Name(h.name, ast.Store()) for h in stmt.handlers if h.name], ast.Load())
-    return ast.Tuple([], ast.Load())
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return ast.Name(stmt.name, ast.Store())
+    return stmt

@@ -232,3 +232,91 @@ def item_shapes(x):
     else:
         z = y
     return z + 1
+
+
+def rows_proposals(x, levels):
+    """Grounding-DINO's proposal loop: a table's values as slice bounds, view and linspace sizes."""
+    shape_list = list(levels)
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    out = []
+    pos = 0
+    for level, (h, w) in enumerate(shapes):
+        piece = x[:, pos : pos + h * w].view(x.shape[0], h, w)
+        grid = torch.linspace(0.5, h - 0.5, h, dtype=torch.float32)
+        out.append((piece.sum(-1) * grid).flatten(1) / (x[:, None, level] * w))
+        pos += h * w
+    return torch.cat(out, -1)
+
+
+def rows_made_by_caller(x):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    return rows_reference_points(x, shapes)
+
+
+def rows_reference_points(x, shapes):
+    refs = []
+    for level, (h, w) in enumerate(shapes):
+        ref = torch.linspace(0.5, h - 0.5, h, dtype=torch.float32)
+        refs += [ref[None] / (x[:, None, level] * h), x[:, None, level] * w]
+    return torch.cat(refs, -1)
+
+
+def rows_written_in_place(x, bump):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    if bump:
+        shapes.sub_(1)  # (3, 3), (1, 1): a mended loop must not use the list's ints
+    return rows_reference_points(x, shapes)
+
+
+def rows_value_escapes(x):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    sizes = []
+    for h, w in shapes:
+        sizes.append(h)  # a 0-d tensor in the list; an int after the rewrite
+        x = x[:, : h * w]
+    return x.sum(), sizes
+
+
+def rows_int32_table(x):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.int32)  # not int64: no proof the ints agree
+    for h, w in shapes:
+        x = x[:, : h * w]
+    return x.sum()
+
+
+def rows_table_of_floats(x):
+    shape_list = [(4.0, 4.0), (2.0, 2.0)]  # integral floats: the tensor is int64, but the list holds no ints
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    return rows_reference_points(x, shapes)
+
+
+class MemoRope(torch.nn.Module):
+    """Phi-3 LongRoPE's shape: a data-dependent branch that memoises a table and rebinds a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("inv_freq", torch.ones(3), persistent=False)
+        self.original_inv_freq = self.inv_freq
+
+    def forward(self, x):
+        if x.max() > 3:
+            if not hasattr(self, "long_inv_freq"):
+                self.long_inv_freq = torch.full((3,), 0.5, device=x.device)
+            self.register_buffer("inv_freq", self.long_inv_freq, persistent=False)
+        else:
+            self.original_inv_freq = self.original_inv_freq.to(x.device)
+            self.register_buffer("inv_freq", self.original_inv_freq, persistent=False)
+        return x * self.inv_freq
+
+
+def rows_divides_a_tensor(x):
+    shape_list = [(4, 4), (2, 2)]
+    shapes = torch.as_tensor(shape_list, dtype=torch.long)
+    out = []
+    for h, w in shapes:
+        out.append(h / x[:, None, :w])  # complex `tensor(0) / 0` and `0 / 0` differ
+    return out

@@ -73,3 +73,42 @@ def test_cli_reports_breaks_and_writes_diff(tmp_path):
     assert "outputs vs original: equal" in result.stdout
     assert "[print/logging/warnings] GB0059" in result.stdout and "[data-dependent control flow] GB0170" in result.stdout
     assert "__mend_rt__.select(" in out.read_text()
+
+
+ROWS_SOURCE = textwrap.dedent('''\
+    import torch
+
+
+    def forward(x):
+        shape_list = [(4, 4), (2, 2)]
+        shapes = torch.as_tensor(shape_list, dtype=torch.long)
+        out = []
+        pos = 0
+        for level, (h, w) in enumerate(shapes):
+            # one level of the table
+            out.append(x[:, pos : pos + h * w].view(x.shape[0], h, w).sum(-1))
+            pos += h * w
+        return torch.cat(out, -1)
+''')
+
+
+def test_rows_diff_changes_only_the_loop_header_and_the_table(tmp_path):
+    original = tmp_path / "rows_model.py"
+    original.write_text(ROWS_SOURCE)
+    module = _load(original, "rows_model")
+    x = torch.randn(2, 20)
+    expected = module.forward(x)
+    report = mend(module.forward, (x,), explain=False)
+    try:
+        assert report.before.breaks >= 1 and report.after.breaks == 0
+        new_text = rewrite_file(ROWS_SOURCE, report.applied)
+    finally:
+        report.patch.undo()
+    assert "    for level, (h, w) in enumerate(__mend_rt__.table_rows(shapes, 2, 65536)):\n        # one level of the table\n" \
+        in new_text
+    assert "shapes = __mend_rt__.int_table(torch.as_tensor(shape_list, dtype=torch.long), shape_list)" in new_text
+    patched = tmp_path / "rows_model_patched.py"
+    patched.write_text(new_text)
+    fixed = _load(patched, "rows_model_patched")
+    assert torch.equal(fixed.forward(x), expected)
+    assert detect(fixed.forward, (x,), explain=False).breaks == 0

@@ -387,3 +387,91 @@ def test_item_rewrite_falls_with_the_if_it_feeds(mended):
     assert [d.rule for d in report.decisions] == [None, None]
     assert "stands or falls" in report.decisions[0].reason and "fell back" in report.decisions[1].reason
     assert report.after.breaks == report.before.breaks == 1 and report.outputs_equal
+
+
+def _graphs_of(fn, *args):
+    graphs = []
+    torch._dynamo.reset()
+    out = torch.compile(fn, backend=_counting_backend(graphs))(*args)
+    return len(graphs), out
+
+
+def test_rows_loop_over_int_table_iterates_the_list_ints(mended):
+    """Grounding-DINO's proposal loop: slice bounds, view and linspace sizes from a table's values."""
+    x = torch.randn(2, 30)
+    small, other = ((4, 4), (2, 2)), ((3, 3), (2, 2), (1, 1))
+    expected = {levels: s.rows_proposals(x, levels) for levels in (small, other)}
+    report = mended(s.rows_proposals, x, small)
+    assert report.before.breaks >= 1 and report.after.breaks == 0 and report.outputs_equal
+    assert [d.rule for d in report.decisions] == ["rows", "rows"]  # the loop and the table's maker
+    for levels, value in expected.items():
+        graphs, out = _graphs_of(s.rows_proposals, x, levels)
+        assert graphs == 1 and torch.equal(out, value)
+    assert torch.equal(s.rows_proposals(x, other), expected[other])  # eagerly the loop still sees tensors
+
+
+def test_rows_table_made_up_the_call_stack(mended):
+    x = torch.rand(2, 4) + 0.5
+    expected = s.rows_made_by_caller(x)
+    report = mended(s.rows_made_by_caller, x)
+    assert (report.before.breaks, report.after.breaks) == (2, 0) and report.outputs_equal
+    assert {d.filename for d in report.applied} == {s.__file__}
+    graphs, out = _graphs_of(s.rows_made_by_caller, x)
+    assert graphs == 1 and torch.equal(out, expected)
+
+
+def test_rows_table_written_in_place_fails_loudly_not_silently(mended):
+    x = torch.rand(2, 4) + 0.5
+    eager = s.rows_written_in_place(x, True)
+    report = mended(s.rows_written_in_place, x, False)
+    assert report.after.breaks == 0 and [d.rule for d in report.applied] == ["rows", "rows"]
+    assert torch.equal(s.rows_written_in_place(x, True), eager)  # uncompiled: exactly as before
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match="int table was written in place"):
+        torch.compile(s.rows_written_in_place, backend="eager")(x, True)
+
+
+@pytest.mark.parametrize("fn, why", [
+    (s.rows_value_escapes, "`h` would be a Python int instead of a 0-d tensor in `sizes.append(h)`"),
+    (s.rows_int32_table, "no `shapes = torch.as_tensor(<list>, dtype=torch.long)` up the call stack"),
+    (s.rows_divides_a_tensor, "`h` would be a Python int instead of a 0-d tensor in `h / x[:, None, :w]`"),
+])
+def test_rows_near_misses_left_alone(mended, fn, why):
+    report = mended(fn, torch.randn(2, 30))
+    assert not report.applied and report.decisions[0].reason == why
+    assert report.after.breaks == report.before.breaks >= 1
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16,
+                                   torch.bfloat16, torch.float32, torch.float64, torch.complex64])
+def test_rows_factor_of_an_at_least_1d_tensor_promotes_like_a_python_int(dtype):
+    """What [Rows] relies on for `t[:, None] * v`, `v * t[...]`, `t[...] / v` with |v| <= 256: a 0-d int64
+    tensor and a Python int give the same dtype and the same values (NaN where the other has NaN)."""
+    t = (torch.arange(12).reshape(4, 3) * 37 % 11 - 3).to(dtype)[:, None]
+    for v in (0, 1, 3, -2, 7, 255, 256, -256):
+        for op in (lambda a, b: a * b, lambda a, b: b * a, lambda a, b: a / b):
+            a, b = op(t, torch.tensor(v)), op(t, v)
+            assert a.dtype == b.dtype and torch.equal(a.isnan(), b.isnan())
+            assert torch.equal(torch.where(a.isnan(), 0, a), torch.where(b.isnan(), 0, b)), (v, a, b)
+
+
+def test_rows_int_over_a_tensor_differs_so_it_is_refused():
+    """Why [Rows] refuses `v / t`: the 0-d tensor is cast to t's dtype first, a Python numerator is not."""
+    t = torch.tensor([2.0], dtype=torch.float16)
+    assert (torch.tensor(65535) / t).isinf().all() and (65535 / t == 32768).all()
+
+
+def test_rows_dropped_when_the_table_arrives_without_ints(mended):
+    report = mended(s.rows_table_of_floats, torch.rand(2, 4) + 0.5)
+    assert not report.applied and report.after.breaks == report.before.breaks >= 1 and report.outputs_equal
+    assert "arrived without the list's ints" in report.decisions[0].reason
+
+
+def test_branch_that_memoises_module_state_is_refused_with_the_writes_named(mended):
+    model = s.MemoRope()
+    report = mended(model, torch.ones(3))
+    assert not report.applied and report.after.breaks == report.before.breaks == 1
+    assert report.decisions[0].reason.startswith(
+        "the branch writes object state (self.long_inv_freq, self.register_buffer('inv_freq', ...), "
+        "self.original_inv_freq)")
+    assert not hasattr(model, "long_inv_freq")  # a short call never builds the long table

@@ -52,7 +52,7 @@ class LinearSigmoid(torch.nn.Module):
 
 def test_training_step_rows_price_and_measure_the_aten_forward_and_backward(monkeypatch):
     # eqsat's backend only (a compile per backend costs seconds): its post-grad pass runs the pricing pass after its own
-    monkeypatch.setattr(calibrate, "TRAIN_BACKENDS", {"eqsat/": calibrate.eqsat_backend})
+    monkeypatch.setattr(calibrate, "TRAIN_BACKENDS", {"eqsat/": calibrate.TRAIN_BACKENDS["eqsat/"]})
     rows = calibrate.calibrate_train([("tiny", LinearSigmoid(), (torch.randn(16, 64),))], "cpu",
                                      CostModel.for_device("cpu"))
     got = {r.name: (r.predicted - r.extern_pred, r.extern_pred, r.measured, r.extern_meas) for r in rows}

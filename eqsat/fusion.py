@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .ops import CTOR_CATEGORY, Category, opaque_kind
+from .ops import CTOR_CATEGORY, Category, op_name_of_key, opaque_kind
 
 from .serialized import Choice, EGraphView, ENode, walk
 
@@ -98,9 +98,10 @@ class _Planner:
     """Builds the kernel list for one choice; see the module docstring for the model."""
 
     def __init__(self, view: EGraphView, choice: Choice, roots: list[str], frozen_params: bool,
-                 pointwise_cat_inputs: int, split_sms: int = 0):
+                 pointwise_cat_inputs: int, split_sms: int = 0, triton: bool = False):
         self.view, self.choice, self.roots = view, choice, roots
-        self.split_sms = split_sms
+        self.split_sms, self.triton = split_sms, triton
+        self.addmm: dict[str, str] = {}  # an add Inductor turns into addmm → the mm it absorbs
         self.frozen_params = frozen_params
         self.pointwise_cat_inputs = pointwise_cat_inputs
         self.order = topo_order(view, roots, choice)
@@ -157,8 +158,32 @@ class _Planner:
                 if kind == "pointwise" and (self.kind[self.base[c]] == "reduction" or self.base[c] in self.epilogues):
                     self.epilogues.add(cls)
 
+    def absorb_bias_adds(self) -> None:
+        """Inductor's post-grad pattern ``add(mm(a, b), c)`` → ``addmm(c, a, b)`` (after our pass: we
+        see the add): when the mm has no other user and ``c`` is a tensor of its dtype, the add is the
+        extern call and ``c`` its input (a buffer). Triton keeps the add unfused when all its users are
+        pointwise (the bias fuses into them). H200, recsys_tower's backward: each feature's input
+        gradient ``g·σ + gh @ W`` is an ``addmm`` (32 of them), no pointwise kernel."""
+        view = self.view
+        for cls in self.order:
+            node = self.node(cls)
+            if self.kind[cls] != "pointwise" or node.ctor != "Binary" or op_name_of_key(node.args[0][1]) != "add":
+                continue
+            users = self.users.get(cls, ())
+            if self.triton and users and all(self.kind[u] in ("pointwise", "reduction") for u in users):
+                continue
+            a, b = node.children[:2]
+            for mm, inp in ((a, b), (b, a)):
+                if (self.kind.get(mm) == "extern" and self.node(mm).ctor == "Mm" and self.users.get(mm) == [cls]
+                        and cls not in self.roots and view.dtype.get(inp) == view.dtype.get(mm)
+                        and view.shape.get(inp) is not None and mm != inp):
+                    self.kind[cls] = "extern"
+                    self.addmm[cls] = mm
+                    break
+
     def plan(self) -> list[Kernel]:
         self.classify()
+        self.absorb_bias_adds()
         view, kind, base = self.view, self.kind, self.base
         root_bufs = {base[r] for r in self.roots}
         kernels: list[Kernel] = []
@@ -175,12 +200,13 @@ class _Planner:
                     pointwise_cats.add(cls)
                 else:
                     in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction") or (
-                        kind[e] == "extern" and CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL))
+                        kind[e] == "extern" and (CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL
+                                              or e in self.addmm)))
 
-        def reads_of(cls: str) -> dict[str, float]:
+        def reads_of(cls: str, inputs: list[str] | None = None) -> dict[str, float]:
             """Buffers a computation reads, looking through inlined pointwise producers."""
             out: dict[str, float] = {}
-            for c in self.tensor_inputs(cls):
+            for c in self.tensor_inputs(cls) if inputs is None else inputs:
                 b = base[c]
                 if b in inlined:
                     for k, v in inlined[b].items():
@@ -203,12 +229,22 @@ class _Planner:
             if k in ("source", "view", "list"):
                 continue
             out_bytes = sum(class_bytes(view, c) or 0.0 for c in self._outputs(cls))
-            if k == "scatter":
-                kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k),
-                                      reads_of(cls), views=views_of(cls), fuses=False))
+            if k == "scatter":  # a clone of the first input (a fusible kernel), then the scatter into it
+                first, *rest = self.tensor_inputs(cls)
+                clone = f"clone:{cls}"
+                kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
+                                      (max(numel(view, first), 1), 1), reads_of(cls, [first]), _lead(view, first),
+                                      inlined_views.get(base[first], frozenset({first}))))
+                reads = {**reads_of(cls, rest), clone: kernels[-1].out_bytes}
+                kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k), reads,
+                                      fuses=False))
                 continue
             if k == "extern":
-                kernels.append(Kernel(len(kernels), "extern", cls, out_bytes, (0, 0), reads_of(cls),
+                if cls in self.addmm.values():
+                    continue  # computed by the addmm that reads it
+                mm = self.addmm.get(cls)
+                inputs = [c for c in self.tensor_inputs(cls) if c != mm] + (self.tensor_inputs(mm) if mm else [])
+                kernels.append(Kernel(len(kernels), "extern", cls, out_bytes, (0, 0), reads_of(cls, inputs),
                                       views=views_of(cls)))
                 continue
             if k == "cat" and cls not in pointwise_cats:
@@ -258,8 +294,7 @@ class _Planner:
     def _must_materialize(self, cls, users, reads, root_bufs, in_place) -> bool:
         if cls in root_bufs or cls in in_place or not users:
             return True
-        if any(self.kind[u] == "extern" or (self.kind[u] == "scatter" and self.tensor_inputs(u)[0] == cls)
-               for u in users):
+        if any(self.kind[u] == "extern" for u in users):
             return True
         return len(users) > 1 and len(reads) > REALIZE_READS_THRESHOLD
 
@@ -453,7 +488,7 @@ def plan_groups(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_p
     """(fused kernel groups, bytes each group moves) for the program ``choice`` describes;
     ``split_sms``: the GPU's multiprocessors, for ``splits_reduction`` (0: no split reductions)."""
     roots = list(roots)
-    planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs, split_sms)
+    planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs, split_sms, not outer_loop_fusion)
     kernels = planner.plan()
     groups = schedule(kernels, planner.cat_writers, outer_loop_fusion)
     consumers: dict[str, set[int]] = {}

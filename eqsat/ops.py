@@ -195,12 +195,14 @@ STRUCTURAL = [
 
 # Aten ops with no row here (lowering keeps them ``Opaque``) that Inductor generates code for, by what
 # that code is: a lowering in ``torch/_inductor/lowering.py`` (no fallback), so the op fuses like a
-# pointwise op or a reduction of ours instead of costing an extern call. ``scatter``: a generated
-# kernel of its own that fuses with nothing (Inductor's ``Scatter``: it writes a clone of its first
-# input in place, which is realized first; the values are computed inside it). ``view``: a no-op
-# alias. Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, ...).
+# pointwise op or a reduction of ours instead of costing an extern call. ``scatter``: Inductor's
+# ``Scatter``, a generated kernel of its own that fuses with nothing, writing in place into a clone
+# of its first input (a fusible pointwise kernel); the values are computed inside it. ``view``: a
+# no-op alias. Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, ...).
 OPAQUE_KINDS: dict[str, str] = {
-    **dict.fromkeys(["aten.var_mean.correction", "aten.var.correction"], "reduction"),
+    **dict.fromkeys(["aten.var_mean.correction", "aten.var.correction", "aten.any.dims", "aten.any.dim",
+                     "aten.any.default", "aten.max.dim", "aten.min.dim", "aten.argmax.default",
+                     "aten.argmin.default"], "reduction"),
     **dict.fromkeys(["aten.full.default", "aten.scalar_tensor.default", "prims.iota.default",
                      "aten.embedding.default", "aten.index.Tensor", "aten.gather.default",
                      "aten.clamp_min.default", "aten.clamp_max.default", "prims.fma.default",

@@ -165,17 +165,18 @@ class _Planner:
         pointwise (the bias fuses into them). H200, recsys_tower's backward: each feature's input
         gradient ``g·σ + gh @ W`` is an ``addmm`` (32 of them), no pointwise kernel."""
         view = self.view
+        outputs = {self.base[r] for r in self.roots}
         for cls in self.order:
             node = self.node(cls)
             if self.kind[cls] != "pointwise" or node.ctor != "Binary" or op_name_of_key(node.args[0][1]) != "add":
                 continue
             users = self.users.get(cls, ())
-            if self.triton and users and all(self.kind[u] in ("pointwise", "reduction") for u in users):
+            if self.triton and cls not in outputs and all(self.kind[u] in ("pointwise", "reduction") for u in users):
                 continue
             a, b = node.children[:2]
             for mm, inp in ((a, b), (b, a)):
                 if (self.kind.get(mm) == "extern" and self.node(mm).ctor == "Mm" and self.users.get(mm) == [cls]
-                        and cls not in self.roots and view.dtype.get(inp) == view.dtype.get(mm)
+                        and view.dtype.get(inp) == view.dtype.get(mm)
                         and view.shape.get(inp) is not None and mm != inp):
                     self.kind[cls] = "extern"
                     self.addmm[cls] = mm

@@ -7,6 +7,7 @@ few outputs and a long column is split into a partial reduction and a reduction 
 """
 from eqsat.cost import CostModel
 from eqsat.fusion import splits_reduction
+from eqsat.terms import Ref, Term
 from eqsat_graphs import Program, input_choice, roots_of, view_of
 
 GPU = CostModel.for_device("cuda")
@@ -67,3 +68,16 @@ def test_split_rule_follows_inductor_thresholds():
     assert splits_reduction(1, 16384, inner=True, num_sm=sms)
     assert not splits_reduction(1, 8192, inner=True, num_sm=sms)
     assert not splits_reduction(16, 1024, inner=False, num_sm=0)          # CPU
+
+
+def test_an_add_of_a_matmul_is_an_addmm_unless_pointwise_ops_take_it():
+    # Inductor's post-grad pattern add(mm(g, w), c) → addmm(c, g, w): recsys_tower's input gradients
+    p = Program()
+    g, w, c = p.input((64, 16)), p.input((16, 8)), p.input((64, 8))
+    mm = p.let(Term("Mm", (Ref(g), Ref(w))), (64, 8))
+    add = p.binary("add", c, mm)
+    relu = p.unary("relu", add)
+    assert (predict(p, [add]).generated, predict(p, [add]).extern) == (0, 1)
+    gpu = predict(p, [relu])  # Triton keeps mm + add: the add fuses into the relu
+    cpu = predict(p, [relu], CostModel.for_device("cpu"))  # the C++ backend always takes addmm
+    assert (gpu.generated, gpu.extern) == (cpu.generated, cpu.extern) == (1, 1)

@@ -204,11 +204,13 @@ OPAQUE_KINDS: dict[str, str] = {
                      "aten.any.default", "aten.max.dim", "aten.min.dim", "aten.argmax.default",
                      "aten.argmin.default"], "reduction"),
     **dict.fromkeys(["aten.full.default", "aten.scalar_tensor.default", "prims.iota.default",
-                     "aten.embedding.default", "aten.index.Tensor", "aten.gather.default",
+                     "aten.embedding.default", "aten.index.Tensor", "aten._unsafe_index.Tensor",
+                     "aten._unsafe_masked_index.default", "aten.gather.default", "aten.arange.start_step",
                      "aten.clamp_min.default", "aten.clamp_max.default", "prims.fma.default",
                      "prims.convert_element_type.default", "aten.slice_scatter.default",
                      "aten.select_scatter.default"], "pointwise"),
-    **dict.fromkeys(["aten.index_put.default", "aten.scatter_add.default"], "scatter"),
+    **dict.fromkeys(["aten.index_put.default", "aten._unsafe_index_put.default", "aten.scatter_add.default",
+                     "aten._unsafe_masked_index_put_accumulate.default"], "scatter"),
     **dict.fromkeys(["aten.alias.default"], "view"),
 }
 OPAQUE_KEY_PREFIX = "op:"  # lowering keys an opaque node ``op:<module>.<op>.<overload>`` (+ attributes)

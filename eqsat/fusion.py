@@ -15,9 +15,15 @@ Fusion is not additive per e-node, so this walks the whole chosen DAG the way In
    ``pointwise_cat_inputs`` as one pointwise kernel when its users are pointwise, or when every input
    needs a kernel anyway (Inductor's horizontal cat: pads, single-use pointwise ops, views; H200: a
    cat of 3 split pieces is one launch).
-Each fused group is one generated kernel; each extern op one extern call. Bytes are what crosses a
-kernel boundary: distinct buffers a kernel reads from outside it plus buffers it writes that
-something outside it (or the caller) reads.
+Each fused group is one generated kernel (two for a reduction Triton splits, ``splits_reduction``);
+each extern op one extern call. Bytes are what crosses a kernel boundary: distinct buffers a kernel
+reads from outside it plus buffers it writes that something outside it (or the caller) reads.
+
+Aten training graphs (H200 ``calibrate_train``, ``bench/results/2026-12-01_…_calib``) added four
+rules: a fused group keeps one iteration space (``_Groups``: a layer norm backward's row and column
+sums are two kernels); Triton splits reductions with too few outputs; an ``add`` of a single-use
+``mm`` is the ``addmm`` Inductor's post-grad pattern makes of it (``absorb_bias_adds``); and opaque
+Aten ops with an Inductor lowering fuse as the code it generates (``eqsat.ops.OPAQUE_KINDS``).
 """
 from __future__ import annotations
 

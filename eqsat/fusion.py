@@ -325,7 +325,7 @@ class _Planner:
         return self.pieces.get(cls, [cls]) if self.view.sort.get(cls) == "TTuple" else [cls]
 
     def _space(self, cls: str, kind: str) -> tuple[int, int]:
-        out = self._outputs(cls)[0] if self._outputs(cls) else cls
+        out = self._outputs(cls)[0]
         n_out = max(numel(self.view, out), 1)
         if kind != "reduction":
             return (n_out, 1)

@@ -36,7 +36,7 @@ from scipy.stats import spearmanr
 
 from bench import train_step
 from bench.measure import latency_ms
-from eqsat.cost import CostModel, ProgramCost
+from eqsat.cost import CostModel, ProgramCost, launches
 from eqsat.fusion import plan_groups
 from eqsat.original import input_program
 from fx_bridge import eqsat_backend, inductor_metrics, post_grad, torch_compat
@@ -174,6 +174,7 @@ class Row:
     metric: int  # generated_kernel_count + extern_calls, for reference
     bytes: float
     ms: float
+    measured_terms: int = -1  # rescored rows: the terms of the graph that was measured (-1: this one)
 
 
 def predict(gm, inputs, model: CostModel):
@@ -255,8 +256,13 @@ def predicted_groups(built, low, model: CostModel) -> Counter:
     view = view_of(built.session, low)
     found = input_program(view, low.originals, low.roots)
     groups, _ = plan_groups(view, found.choice, found.roots, model.frozen_params,
-                            model.pointwise_cat_inputs, model.outer_loop_fusion)
-    return Counter(_group_kind(view, found.choice, g, low) for g in groups)
+                            model.pointwise_cat_inputs, model.outer_loop_fusion, model.split_sms)
+    return Counter(kind for g in groups for kind in _group_kinds(view, found.choice, g, low))
+
+
+def _group_kinds(view, choice, group, low) -> list[str]:
+    """The launches of one kernel group by kind: a split reduction is two."""
+    return [_group_kind(view, choice, group, low)] * launches(group)
 
 
 def _group_kind(view, choice, group, low) -> str:
@@ -270,8 +276,9 @@ def _group_kind(view, choice, group, low) -> str:
     return "reduction" if any(k.kind == "reduction" for k in group) else "pointwise"
 
 
-# backend per row prefix: the input programs (Inductor alone), and the programs eqsat chooses
-TRAIN_BACKENDS = {"": lambda: "inductor", "eqsat/": eqsat_backend}
+# backend per row prefix, given the cost model: the input programs (Inductor alone), and the programs
+# eqsat chooses with that model (on a GPU the default; ``--rescore`` forces the GPU model on CPU)
+TRAIN_BACKENDS = {"": lambda cost: "inductor", "eqsat/": lambda cost: eqsat_backend(cost=cost)}
 
 
 def train_step_graphs(model, inputs, backend, cost: CostModel) -> dict[str, tuple[list, list[str]]]:
@@ -291,37 +298,42 @@ def calibrate_train(models, device: str, cost: CostModel) -> list[Row]:
     """Rows ``name/fwd``, ``name/bwd`` (and ``name/eqsat/...``) for one training step of each model;
     latency is not measured per graph (ms is NaN: those rows stay out of the α/β fit)."""
     rows = []
+    for name, p, code in train_graphs(models, device, cost):
+        counts = inductor_metrics.launch_counts([code])
+        rows.append(_print_row(Row(name, p.terms, p.cost.kernels, counts["total"], p.cost.extern,
+                                   counts["extern"], -1, p.cost.bytes, float("nan"))))
+        print(f"      predicted: {_kinds(p.groups)}\n      inductor:  {_kinds(Counter(inductor_metrics.launch_names(code)))}")
+    return rows
+
+
+def train_graphs(models, device: str, cost: CostModel):
+    """(row name, Priced, Inductor's wrapper code) of every Aten graph of one training step of each
+    model, per ``TRAIN_BACKENDS`` prefix; a graph or model that fails is reported and left out."""
     for name, model, inputs in models:
         t0 = time.perf_counter()
         inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
         for prefix, backend in TRAIN_BACKENDS.items():
             try:
                 phases = train_step_graphs(copy.deepcopy(model).to(device).train(),
-                                           train_step.training_inputs(inputs), backend(), cost)
+                                           train_step.training_inputs(inputs), backend(cost), cost)
             except Exception as e:  # one broken model must not end the run
                 print(f"  skip {name}/{prefix}: {_why(e)}")
                 continue
             for phase, (priced, codes) in phases.items():
-                rows += _phase_rows(f"{name}/{prefix}{phase}", priced, codes)
+                yield from _phase_graphs(f"{name}/{prefix}{phase}", priced, codes)
         print(f"  {name}: {time.perf_counter() - t0:.1f} s")
-    return rows
 
 
-def _phase_rows(label: str, priced: list, codes: list[str]) -> list[Row]:
+def _phase_graphs(label: str, priced: list, codes: list[str]):
     if len(priced) != len(codes):
         print(f"  skip {label}: {len(priced)} graphs priced, {len(codes)} compiled")
-        return []
-    rows = []
+        return
     for i, (p, code) in enumerate(zip(priced, codes)):
         name = f"{label}{i if len(codes) > 1 else ''}"
         if isinstance(p, Exception):
             print(f"  skip {name}: {_why(p)}")
             continue
-        counts = inductor_metrics.launch_counts([code])
-        rows.append(_print_row(Row(name, p.terms, p.cost.kernels, counts["total"], p.cost.extern,
-                                   counts["extern"], -1, p.cost.bytes, float("nan"))))
-        print(f"      predicted: {_kinds(p.groups)}\n      inductor:  {_kinds(Counter(inductor_metrics.launch_names(code)))}")
-    return rows
+        yield name, p, code
 
 
 def _kinds(counts: Counter) -> str:
@@ -345,6 +357,11 @@ def summary(label: str, rows: list[Row]) -> None:
     print(f"{label}graphs={len(rows)}  Spearman={rho:.3f}  MAE={mae:.2f} kernels  exact={exact}/{len(rows)}")
 
 
+# training-step rows by program and phase: the input programs (Inductor alone), eqsat's programs
+PHASES = {phase: re.compile(rf"^[^/]+/{prog}{phase}\d*$") for phase, prog in (("fwd", ""), ("bwd", ""))}
+PHASES.update({f"eqsat {phase}": re.compile(rf"^[^/]+/eqsat/{phase}\d*$") for phase in ("fwd", "bwd")})
+
+
 def report(rows: list[Row]) -> None:
     print("\n| graph | terms | predicted launches | measured launches | extern pred/meas"
           " | generated_kernel_count+extern | MB moved | ms |")
@@ -354,22 +371,33 @@ def report(rows: list[Row]) -> None:
               f" | {r.metric if r.metric >= 0 else '–'} | {r.bytes / 1e6:.2f} | {'–' if np.isnan(r.ms) else f'{r.ms:.3f}'} |")
     print()
     summary("", rows)
-    for phase in ("fwd", "bwd"):
-        if any(r.name.endswith(f"/{phase}") for r in rows):
-            summary(f"{phase}: ", [r for r in rows if r.name.endswith(f"/{phase}")])
+    for label, pattern in PHASES.items():
+        if any(pattern.search(r.name) for r in rows):
+            summary(f"{label}: ", [r for r in rows if pattern.search(r.name)])
+    same = [r for r in rows if r.measured_terms in (-1, r.terms)]
+    if len(same) < len(rows):
+        print(f"same program as measured (term counts agree), {len(same)} of {len(rows)} graphs:")
+        for label, pattern in PHASES.items():
+            if any(pattern.search(r.name) for r in same):
+                summary(f"  {label}: ", [r for r in same if pattern.search(r.name)])
     if sum(np.isfinite(r.ms) for r in rows) >= 3:
         alpha, beta, const = fit_alpha_beta(rows)
         print(f"fitted on latency: alpha={alpha:.2f} us/launch  beta={beta:.3e} us/byte"
               f"  (+{const:.1f} us per call)")
 
 
-MEASURED = re.compile(r"^\s+(\S+)\s+terms=\s*\d+ predicted=\s*\d+ measured=\s*(\d+) \(extern \d+/(\d+)\)\s+([\d.]+) ms")
+MEASURED = re.compile(r"^\s+(\S+)\s+terms=\s*(\d+) predicted=\s*\d+ measured=\s*(\d+) \(extern \d+/(\d+)\)"
+                      r"\s+([\d.]+|nan) ms")
+TRAIN_ROW = re.compile(r"^[^/]+/(eqsat/)?(fwd|bwd)\d*$")  # a ``--train`` row: model/[eqsat/]phase[graph]
 
 
 def rescore(path: str, device: str, model: CostModel) -> list[Row]:
     """Today's predictions against the launches a committed run measured (its printed rows), so a
-    cost-model change is checked against a device this machine does not have."""
+    cost-model change is checked against a device this machine does not have. ``--train`` rows are
+    traced again here (``rescore_train``)."""
     measured = {m[1]: m for m in map(MEASURED.match, open(path).read().splitlines()) if m}
+    if measured and all(TRAIN_ROW.match(name) for name in measured):
+        return rescore_train(measured, model)
     seeds = [int(name.split("/")[1]) for name in measured if name.startswith("random/")]
     corpus = [(f"random/{s}", *random_graph(s)) for s in seeds]
     if len(seeds) < len(measured):
@@ -378,9 +406,33 @@ def rescore(path: str, device: str, model: CostModel) -> list[Row]:
     for name, gm, inputs in corpus:
         if name in measured:
             cost, terms = predict(gm, inputs, model)
-            _, launches, extern, ms = measured[name].groups()
+            _, _, launches, extern, ms = measured[name].groups()
             rows.append(Row(name, terms, cost.kernels, int(launches), cost.extern, int(extern), -1, cost.bytes,
                             float(ms)))
+    return rows
+
+
+def rescore_train(measured: dict, model: CostModel) -> list[Row]:
+    """The training-step rows again: the same models at size small, traced on this machine (CPU),
+    their Aten graphs priced with ``model`` and the eqsat rows optimized with it, paired with the
+    measured launches by row name. A graph whose term count differs from the measured row's is
+    another program, marked ``*`` and summarised apart: eqsat chose differently (another model, or
+    its time budget ran out elsewhere), or CPU tracing differs from CUDA's (GPU Inductor's post-grad
+    passes unfuse an ``addmm`` whose bias a pointwise consumer can take into ``mm`` + add; CPU SDPA
+    is ``_scaled_dot_product_flash_attention_for_cpu``, one extern call like CUDA's efficient
+    attention, or the math decomposition where CUDA has a fused kernel)."""
+    models = list(dict.fromkeys(name.split("/")[0] for name in measured))
+    rows = []
+    for name, p, _ in train_graphs(model_builds("cpu", models), "cpu", model):
+        if name not in measured:
+            continue
+        _, terms, launches, extern, _ = measured[name].groups()
+        row = _print_row(Row(name, p.terms, p.cost.kernels, int(launches), p.cost.extern, int(extern), -1,
+                             p.cost.bytes, float("nan"), int(terms)))
+        if row.measured_terms != row.terms:
+            print(f"    * another program: {row.terms} terms here, {row.measured_terms} measured")
+        rows.append(row)
+        print(f"      predicted: {_kinds(p.groups)}")
     return rows
 
 

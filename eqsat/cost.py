@@ -65,31 +65,34 @@ class CostModel:
     outer_loop_fusion: bool = False  # the C++ (CPU) backend fuses every loop nest sharing the outer loop
     loop_cost: float = 0.0    # µs per loop nest inside a fused kernel (CPU: an OpenMP barrier each)
     train_step: bool = False  # a forward graph whose backward follows from our choice (see module doc)
+    split_sms: int = 0        # GPU multiprocessors: Triton splits reductions with too few outputs in two
 
     @classmethod
     def for_device(cls, device: str, **kw) -> "CostModel":
         """CPU Inductor always emits ConcatKernel and fuses by outer loop. On a GPU, α and β are the
         least-squares fit of H200 latency on launches and bytes over the calibration corpus
-        (``bench/results/…nvidia-h200/calibrate.txt``): 13.9 µs per launch, 4.05e-6 µs per byte."""
+        (``bench/results/…nvidia-h200/calibrate.txt``): 13.9 µs per launch, 4.05e-6 µs per byte. An
+        H200 has 132 multiprocessors (``eqsat.fusion.splits_reduction``)."""
         if device == "cpu":
             kw = {"pointwise_cat_inputs": 0, "outer_loop_fusion": True, "loop_cost": 1.0, **kw}
         else:
-            kw = {"alpha": 13.9, "beta": 4.05e-6, **kw}
+            kw = {"alpha": 13.9, "beta": 4.05e-6, "split_sms": 132, **kw}
         return cls(**kw)
 
     # -- whole program -------------------------------------------------------------------------
     def program_cost(self, view: EGraphView, choice: Choice, roots: Iterable[str]) -> ProgramCost:
         roots = list(roots)
         groups, group_bytes = plan_groups(view, choice, roots, self.frozen_params,
-                                          self.pointwise_cat_inputs, self.outer_loop_fusion)
+                                          self.pointwise_cat_inputs, self.outer_loop_fusion, self.split_sms)
         extern = sum(1 for g in groups if g[0].kind == "extern")
-        generated = len(groups) - extern
+        generated = sum(launches(g) for g in groups) - extern
         loops = sum(len(g) for g in groups if g[0].kind != "extern")
         nbytes = sum(group_bytes)
         cost = 0.0
         for g, b in zip(groups, group_bytes):
             n_loops = 0 if g[0].kind == "extern" else len(g)
-            cost += self._backward_factor(view, choice, g) * (self.alpha + self.beta * b + self.loop_cost * n_loops)
+            cost += self._backward_factor(view, choice, g) * (
+                self.alpha * launches(g) + self.beta * b + self.loop_cost * n_loops)
         if self.train_step:
             cost += sum(self._split_backward(view, view.nodes[choice[c]])
                         for c in topo_order(view, roots, choice) if view.nodes[choice[c]].ctor == "Split")
@@ -155,6 +158,12 @@ class CostModel:
         if copied and len(elems) <= self.pointwise_cat_inputs:
             return self._forward_node_cost(node, view, Category.POINTWISE)
         return (self.alpha if copied else 0.0) + self.loop_cost * len(copied) + 2 * self.beta * sum(copied)
+
+
+def launches(group: list[Kernel]) -> int:
+    """Kernel launches of one fused group: two when it holds a split reduction (partials, then
+    their reduction), else one."""
+    return 2 if any(k.split for k in group) else 1
 
 
 def _pointwise_reads(view: EGraphView, node: ENode) -> float:

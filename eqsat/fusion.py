@@ -15,9 +15,15 @@ Fusion is not additive per e-node, so this walks the whole chosen DAG the way In
    ``pointwise_cat_inputs`` as one pointwise kernel when its users are pointwise, or when every input
    needs a kernel anyway (Inductor's horizontal cat: pads, single-use pointwise ops, views; H200: a
    cat of 3 split pieces is one launch).
-Each fused group is one generated kernel; each extern op one extern call. Bytes are what crosses a
-kernel boundary: distinct buffers a kernel reads from outside it plus buffers it writes that
-something outside it (or the caller) reads.
+Each fused group is one generated kernel (two for a reduction Triton splits, ``splits_reduction``);
+each extern op one extern call. Bytes are what crosses a kernel boundary: distinct buffers a kernel
+reads from outside it plus buffers it writes that something outside it (or the caller) reads.
+
+Aten training graphs (H200 ``calibrate_train``, ``bench/results/2026-12-01_…_calib``) added four
+rules: a fused group keeps one iteration space (``_Groups``: a layer norm backward's row and column
+sums are two kernels); Triton splits reductions with too few outputs; an ``add`` of a single-use
+``mm`` is the ``addmm`` Inductor's post-grad pattern makes of it (``absorb_bias_adds``); and opaque
+Aten ops with an Inductor lowering fuse as the code it generates (``eqsat.ops.OPAQUE_KINDS``).
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .ops import CTOR_CATEGORY, Category
+from .ops import CTOR_CATEGORY, Category, op_name_of_key, opaque_kind
 
 from .serialized import Choice, EGraphView, ENode, walk
 
@@ -82,6 +88,8 @@ class Kernel:
     #                                 kernels horizontally only when they read the same indices
     copy_of: str | None = None  # the cat whose slice this copy writes
     copies_input: bool = False  # … of a whole graph input or parameter (Triton: one foreach kernel)
+    fuses: bool = True          # False: a generated kernel that fuses with nothing (a scatter)
+    split: bool = False         # a reduction Triton runs in two kernels (see ``splits_reduction``)
 
 
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
@@ -96,8 +104,10 @@ class _Planner:
     """Builds the kernel list for one choice; see the module docstring for the model."""
 
     def __init__(self, view: EGraphView, choice: Choice, roots: list[str], frozen_params: bool,
-                 pointwise_cat_inputs: int):
+                 pointwise_cat_inputs: int, split_sms: int = 0, triton: bool = False):
         self.view, self.choice, self.roots = view, choice, roots
+        self.split_sms, self.triton = split_sms, triton
+        self.addmm: dict[str, str] = {}  # an add Inductor turns into addmm → the mm it absorbs
         self.frozen_params = frozen_params
         self.pointwise_cat_inputs = pointwise_cat_inputs
         self.order = topo_order(view, roots, choice)
@@ -106,6 +116,7 @@ class _Planner:
         self.users: dict[str, list[str]] = {}  # buffer class → consuming classes
         self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
         self.epilogues: set[str] = set()  # pointwise classes reading a reduction (through pointwise ops)
+        self.pieces: dict[str, list[str]] = {}  # tuple class → its chosen ``Get`` classes
 
     def node(self, cls: str) -> ENode:
         return self.view.nodes[self.choice[cls]]
@@ -137,10 +148,15 @@ class _Planner:
                 elems = self.tensor_inputs(cls)
                 frozen = self.frozen_params and all(self._folded(e) for e in elems)
                 kind = "source" if frozen else "cat"
+            elif node.ctor == "Opaque":
+                kind = opaque_kind(node.args[0][1])
             else:
                 kind = _FUSIBLE.get(cat, "extern")
             self.kind[cls] = kind
-            self.base[cls] = self.base[node.children[0]] if kind == "view" and node.children else cls
+            ins = self.tensor_inputs(cls) if kind == "view" else ()
+            self.base[cls] = self.base[ins[0]] if ins else cls
+            if node.ctor == "Get" and self.base[cls] == node.children[0]:
+                self.pieces.setdefault(node.children[0], []).append(cls)
             if kind in ("view", "list"):
                 continue
             for c in self.tensor_inputs(cls):
@@ -148,8 +164,33 @@ class _Planner:
                 if kind == "pointwise" and (self.kind[self.base[c]] == "reduction" or self.base[c] in self.epilogues):
                     self.epilogues.add(cls)
 
+    def absorb_bias_adds(self) -> None:
+        """Inductor's post-grad pattern ``add(mm(a, b), c)`` → ``addmm(c, a, b)`` (after our pass: we
+        see the add): when the mm has no other user and ``c`` is a tensor of its dtype, the add is the
+        extern call and ``c`` its input (a buffer). Triton keeps the add unfused when all its users are
+        pointwise (the bias fuses into them). H200, recsys_tower's backward: each feature's input
+        gradient ``g·σ + gh @ W`` is an ``addmm`` (32 of them), no pointwise kernel."""
+        view = self.view
+        outputs = {self.base[r] for r in self.roots}
+        for cls in self.order:
+            node = self.node(cls)
+            if self.kind[cls] != "pointwise" or node.ctor != "Binary" or op_name_of_key(node.args[0][1]) != "add":
+                continue
+            users = self.users.get(cls, ())
+            if self.triton and cls not in outputs and all(self.kind[u] in ("pointwise", "reduction") for u in users):
+                continue
+            a, b = node.children[:2]
+            for mm, inp in ((a, b), (b, a)):
+                if (self.kind.get(mm) == "extern" and self.node(mm).ctor == "Mm" and self.users.get(mm) == [cls]
+                        and view.dtype.get(inp) == view.dtype.get(mm)
+                        and view.shape.get(inp) is not None and mm != inp):
+                    self.kind[cls] = "extern"
+                    self.addmm[cls] = mm
+                    break
+
     def plan(self) -> list[Kernel]:
         self.classify()
+        self.absorb_bias_adds()
         view, kind, base = self.view, self.kind, self.base
         root_bufs = {base[r] for r in self.roots}
         kernels: list[Kernel] = []
@@ -166,12 +207,13 @@ class _Planner:
                     pointwise_cats.add(cls)
                 else:
                     in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction") or (
-                        kind[e] == "extern" and CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL))
+                        kind[e] == "extern" and (CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL
+                                              or e in self.addmm)))
 
-        def reads_of(cls: str) -> dict[str, float]:
+        def reads_of(cls: str, inputs: list[str] | None = None) -> dict[str, float]:
             """Buffers a computation reads, looking through inlined pointwise producers."""
             out: dict[str, float] = {}
-            for c in self.tensor_inputs(cls):
+            for c in self.tensor_inputs(cls) if inputs is None else inputs:
                 b = base[c]
                 if b in inlined:
                     for k, v in inlined[b].items():
@@ -193,9 +235,23 @@ class _Planner:
             k = kind[cls]
             if k in ("source", "view", "list"):
                 continue
-            out_bytes = class_bytes(view, cls) or 0.0
+            out_bytes = sum(class_bytes(view, c) or 0.0 for c in self._outputs(cls))
+            if k == "scatter":  # a clone of the first input (a fusible kernel), then the scatter into it
+                first, *rest = self.tensor_inputs(cls)
+                clone = f"clone:{cls}"
+                kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
+                                      (max(numel(view, first), 1), 1), reads_of(cls, [first]), _lead(view, first),
+                                      inlined_views.get(base[first], frozenset({first}))))
+                reads = {**reads_of(cls, rest), clone: kernels[-1].out_bytes}
+                kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k), reads,
+                                      fuses=False))
+                continue
             if k == "extern":
-                kernels.append(Kernel(len(kernels), "extern", cls, out_bytes, (0, 0), reads_of(cls),
+                if cls in self.addmm.values():
+                    continue  # computed by the addmm that reads it
+                mm = self.addmm.get(cls)
+                inputs = [c for c in self.tensor_inputs(cls) if c != mm] + (self.tensor_inputs(mm) if mm else [])
+                kernels.append(Kernel(len(kernels), "extern", cls, out_bytes, (0, 0), reads_of(cls, inputs),
                                       views=views_of(cls)))
                 continue
             if k == "cat" and cls not in pointwise_cats:
@@ -217,8 +273,11 @@ class _Planner:
             if k in ("pointwise", "cat") and not self._must_materialize(cls, users, reads, root_bufs, in_place):
                 inlined[cls], inlined_views[cls] = reads, views_of(cls)
                 continue
+            space = self._space(cls, k)
             kernels.append(Kernel(len(kernels), "reduction" if k == "reduction" else "pointwise",
-                                  cls, out_bytes, self._space(cls, k), reads, _lead(view, cls), views_of(cls)))
+                                  cls, out_bytes, space, reads, _lead(view, self._outputs(cls)[0]),
+                                  views_of(cls), split=k == "reduction" and splits_reduction(
+                                      *space, self._inner_reduction(cls), self.split_sms)))
         return kernels
 
     def _folded(self, cls: str) -> bool:
@@ -246,16 +305,50 @@ class _Planner:
             return True
         return len(users) > 1 and len(reads) > REALIZE_READS_THRESHOLD
 
+    def _inner_reduction(self, cls: str) -> bool:
+        """Whether a reduction reduces its input's innermost dims (Inductor's ``ReductionHint.INNER``:
+        a row sum); a sum over leading dims (a bias gradient, a column sum) is an outer reduction.
+        Norms and opaque reductions (``var_mean`` of a layer norm) reduce the last dim."""
+        node = self.node(cls)
+        if node.ctor != "Reduce":
+            return True
+        shp = self.view.shape.get(node.children[0])
+        dims = node.args[2][1]
+        if shp is None or not dims:
+            return True
+        rank = len(shp)
+        kept = [d for d in range(rank) if d not in dims and shp[d] != 1]
+        return not kept or max(kept) < min(d for d in dims)
+
+    def _outputs(self, cls: str) -> list[str]:
+        """The tensor classes a node computes: itself, or the pieces read of a multi-output op."""
+        return self.pieces.get(cls, [cls]) if self.view.sort.get(cls) == "TTuple" else [cls]
+
     def _space(self, cls: str, kind: str) -> tuple[int, int]:
-        n_out = max(numel(self.view, cls), 1)
+        out = self._outputs(cls)[0]
+        n_out = max(numel(self.view, out), 1)
         if kind != "reduction":
             return (n_out, 1)
-        n_in = max(numel(self.view, self.node(cls).children[0]), 1)
+        n_in = max(numel(self.view, self.tensor_inputs(cls)[0]), 1)
         if n_in == n_out:  # a norm: the reduced extent is the last dim
-            shp = self.view.shape.get(cls) or (1,)
+            shp = self.view.shape.get(out) or (1,)
             last = shp[-1] if shp else 1
             return (n_out // max(last, 1), max(last, 1))
         return (n_out, max(n_in // n_out, 1))
+
+
+def splits_reduction(numel: int, rnumel: int, inner: bool, num_sm: int) -> bool:
+    """Whether Triton splits a reduction of ``numel`` outputs over ``rnumel`` elements into two
+    kernels (a partial reduction, then one over the partials) on a GPU of ``num_sm`` multiprocessors
+    (0: never, the C++ backend), after Inductor's ``num_splits`` / ``reduction_split_factor``: too few
+    outputs to fill the GPU (fewer than ``2·num_sm`` for a row sum, ``64·num_sm`` for a column sum)
+    and a reduction long enough to share out (more than 8192 elements in a row, more than 4 × 32
+    (values per thread × the least split) down a column). H200 (132 SMs): wukong's layer-norm weight
+    and bias gradients, column sums of 16 outputs over 1024 rows, are a ``triton_red`` and a
+    ``triton_per`` each."""
+    if num_sm <= 0 or numel >= num_sm * 64 or rnumel <= 32:
+        return False
+    return numel < 2 * num_sm and rnumel > 8192 if inner else rnumel > 128
 
 
 def _lead(view: EGraphView, cls: str) -> int:
@@ -277,13 +370,22 @@ def _compatible(a: Kernel, b: Kernel, outer_loop: bool) -> bool:
 
 
 class _Groups:
-    """Union-find over kernels with Inductor-style cycle checks on group ancestors (bitsets)."""
+    """Union-find over kernels with Inductor-style cycle checks on group ancestors (bitsets).
 
-    def __init__(self, kernels: list[Kernel], ancestors: list[int]):
+    A fused group has one iteration space, as Inductor's fused node has one ``(numel, rnumel)``: two
+    groups merge only when their spaces agree (``_compatible`` of each group's ``shape``, a reduction
+    member when there is one). Checking only the two kernels being merged let a pointwise op of
+    ``n·r`` elements bridge a row reduction ``(n, r)`` and a column reduction ``(r, n)`` of one
+    tensor into one group (every layer norm backward: the input gradient's row sums and the weight
+    and bias gradients' column sums), which Triton runs as separate kernels."""
+
+    def __init__(self, kernels: list[Kernel], ancestors: list[int], outer_loop: bool):
         self.parent = list(range(len(kernels)))
         self.members = [1 << k.index for k in kernels]
         self.anc = list(ancestors)
         self.kernels = kernels
+        self.shape = list(kernels)  # per group root: the kernel whose space stands for the group
+        self.outer_loop = outer_loop
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -291,10 +393,15 @@ class _Groups:
             i = self.parent[i]
         return i
 
-    def try_merge(self, i: int, j: int) -> bool:
+    def try_merge(self, i: int, j: int, any_space: bool = False) -> bool:
+        """Merge the groups of kernels i and j unless their spaces differ (``any_space``: a foreach
+        kernel of copies, one loop per copy) or the merged group would depend on itself."""
         a, b = self.find(i), self.find(j)
         if a == b:
             return True
+        sa, sb = self.shape[a], self.shape[b]
+        if not any_space and not _compatible(sa, sb, self.outer_loop):
+            return False
         mask = self.members[a] | self.members[b]
         # A path a → x → b leaves through a member, so x comes after the first member in topo order.
         first = (mask & -mask).bit_length() - 1
@@ -307,6 +414,7 @@ class _Groups:
         self.parent[b] = a
         self.members[a] = mask
         self.anc[a] = (self.anc[a] | self.anc[b]) & ~mask
+        self.shape[a] = sa if sa.kind == "reduction" or sb.kind != "reduction" else sb
         return True
 
 
@@ -325,13 +433,13 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
                 if p is not None:
                     bits |= ancestors[p.index] | (1 << p.index)
         ancestors.append(bits)
-    groups = _Groups(kernels, ancestors)
-    fusible = [k for k in kernels if k.kind != "extern"]
+    groups = _Groups(kernels, ancestors, outer_loop)
+    fusible = [k for k in kernels if k.kind != "extern" and k.fuses]
     for k in fusible:  # vertical: producer → consumer, also through a cat's slice writers
         for buf in k.reads:
             for w in aliases.get(buf, (buf,)):
                 p = producer.get(w)
-                if p is not None and p.kind != "extern" and _compatible(p, k, outer_loop):
+                if p is not None and p.kind != "extern" and p.fuses:
                     groups.try_merge(p.index, k.index)
     copies: dict[str, list[Kernel]] = {}
     for k in fusible:  # one cat's slice copies: the C++ backend emits them in one function; Triton
@@ -339,15 +447,14 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
             copies.setdefault(k.copy_of, []).append(k)
     for ks in copies.values():
         for a, b in zip(ks, ks[1:]):
-            groups.try_merge(a.index, b.index)
+            groups.try_merge(a.index, b.index, any_space=True)
     readers: dict[str, list[Kernel]] = {}
     for k in fusible:  # horizontal: kernels sharing a read (Triton: the same indices, not just buffer)
         for buf in (k.reads if outer_loop else k.views):
             readers.setdefault(buf, []).append(k)
     for ks in readers.values():
         for a, b in zip(ks, ks[1:]):
-            if _compatible(a, b, outer_loop):
-                groups.try_merge(a.index, b.index)
+            groups.try_merge(a.index, b.index)
     out: dict[int, list[Kernel]] = {}
     for k in kernels:
         out.setdefault(groups.find(k.index), []).append(k)
@@ -383,11 +490,12 @@ def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: se
 
 
 def plan_groups(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_params: bool = False,
-                pointwise_cat_inputs: int = 0, outer_loop_fusion: bool = False
+                pointwise_cat_inputs: int = 0, outer_loop_fusion: bool = False, split_sms: int = 0
                 ) -> tuple[list[list[Kernel]], list[float]]:
-    """(fused kernel groups, bytes each group moves) for the program ``choice`` describes."""
+    """(fused kernel groups, bytes each group moves) for the program ``choice`` describes;
+    ``split_sms``: the GPU's multiprocessors, for ``splits_reduction`` (0: no split reductions)."""
     roots = list(roots)
-    planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs)
+    planner = _Planner(view, choice, roots, frozen_params, pointwise_cat_inputs, split_sms, not outer_loop_fusion)
     kernels = planner.plan()
     groups = schedule(kernels, planner.cat_writers, outer_loop_fusion)
     consumers: dict[str, set[int]] = {}

@@ -193,6 +193,35 @@ STRUCTURAL = [
     Op("cons", "TCons", Category.SOURCE, (T, TLIST), TLIST),
 ]
 
+# Aten ops with no row here (lowering keeps them ``Opaque``) that Inductor generates code for, by what
+# that code is: a lowering in ``torch/_inductor/lowering.py`` (no fallback), so the op fuses like a
+# pointwise op or a reduction of ours instead of costing an extern call. ``scatter``: Inductor's
+# ``Scatter``, a generated kernel of its own that fuses with nothing, writing in place into a clone
+# of its first input (a fusible pointwise kernel); the values are computed inside it. ``view``: a
+# no-op alias. Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, ...).
+OPAQUE_KINDS: dict[str, str] = {
+    **dict.fromkeys(["aten.var_mean.correction", "aten.var.correction", "aten.any.dims", "aten.any.dim",
+                     "aten.any.default", "aten.max.dim", "aten.min.dim", "aten.argmax.default",
+                     "aten.argmin.default"], "reduction"),
+    **dict.fromkeys(["aten.full.default", "aten.scalar_tensor.default", "prims.iota.default",
+                     "aten.embedding.default", "aten.index.Tensor", "aten._unsafe_index.Tensor",
+                     "aten._unsafe_masked_index.default", "aten.gather.default", "aten.arange.start_step",
+                     "aten.clamp_min.default", "aten.clamp_max.default", "prims.fma.default",
+                     "prims.convert_element_type.default", "aten.slice_scatter.default",
+                     "aten.select_scatter.default"], "pointwise"),
+    **dict.fromkeys(["aten.index_put.default", "aten._unsafe_index_put.default", "aten.scatter_add.default",
+                     "aten._unsafe_masked_index_put_accumulate.default"], "scatter"),
+    **dict.fromkeys(["aten.alias.default"], "view"),
+}
+OPAQUE_KEY_PREFIX = "op:"  # lowering keys an opaque node ``op:<module>.<op>.<overload>`` (+ attributes)
+
+
+def opaque_kind(key: str) -> str:
+    """What Inductor makes of the opaque op keyed ``key``: an ``OPAQUE_KINDS`` kind, else ``extern``."""
+    label = op_name_of_key(key).removeprefix(OPAQUE_KEY_PREFIX).removeprefix("torch._ops.")
+    return OPAQUE_KINDS.get(label, "extern")
+
+
 # Torch-IR names lowering handles that are no op of their own: identities, folded sizes, detach.
 NON_OP_SPELLINGS = ("detach", "dropout", "positive", "size", "dim", "numel")
 

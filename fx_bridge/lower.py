@@ -369,7 +369,7 @@ class _Lowerer:
                      or torch_compat.aten_is_random(n.target) or label.split(".")[-1] in RANDOM_NAMES)
         unique = effectful or n in self.pinned
         ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if unique else "")
-        key = self.out.keys.key(f"op:{label}", {"sig": ident})
+        key = self.out.keys.key(f"{ops.OPAQUE_KEY_PREFIX}{label}", {"sig": ident})
         self.out.opaque.setdefault(key, OpaqueSpec(n.op, n.target, t_args, t_kwargs, out, label))
         tup = self.emit(Term("Opaque", (key, TList(tuple(tensors)))))
         self.out.node_of_let.setdefault(tup.let, n)

@@ -52,7 +52,7 @@ class LinearSigmoid(torch.nn.Module):
 
 def test_training_step_rows_price_and_measure_the_aten_forward_and_backward(monkeypatch):
     # eqsat's backend only (a compile per backend costs seconds): its post-grad pass runs the pricing pass after its own
-    monkeypatch.setattr(calibrate, "TRAIN_BACKENDS", {"eqsat/": calibrate.eqsat_backend})
+    monkeypatch.setattr(calibrate, "TRAIN_BACKENDS", {"eqsat/": calibrate.TRAIN_BACKENDS["eqsat/"]})
     rows = calibrate.calibrate_train([("tiny", LinearSigmoid(), (torch.randn(16, 64),))], "cpu",
                                      CostModel.for_device("cpu"))
     got = {r.name: (r.predicted - r.extern_pred, r.extern_pred, r.measured, r.extern_meas) for r in rows}
@@ -72,3 +72,20 @@ def test_launch_names_read_the_kernel_kinds_of_a_wrapper():
             "    buf6 = torch.ops.aten.sort.default(buf5)\n")
     assert sorted(inductor_metrics.launch_names(code)) == [
         "aten.sort", "bmm", "cpp", "mm", "triton_per", "triton_poi"]
+
+
+def test_rescore_traces_training_rows_again_and_pairs_them_by_name(tmp_path, monkeypatch):
+    # Inductor's input programs only (one compile); the committed run measured other programs (terms)
+    monkeypatch.setattr(calibrate, "TRAIN_BACKENDS", {"": calibrate.TRAIN_BACKENDS[""]})
+    monkeypatch.setattr(calibrate, "model_builds",
+                        lambda device, only: [(n, LinearSigmoid(), (torch.randn(16, 64),)) for n in only])
+    run = tmp_path / "jobs.txt"
+    run.write_text("== calibrate_train\n"
+                   "  tiny/fwd                 terms=9999 predicted=  9 measured=  2 (extern 7/1)  nan ms\n"
+                   "      predicted: pointwise 1, mm 1\n"
+                   "  tiny/bwd                 terms=9999 predicted=  9 measured=  3 (extern 7/2)  nan ms\n")
+    rows = calibrate.rescore(str(run), "cuda", CostModel.for_device("cuda"))
+    got = {r.name: (r.predicted - r.extern_pred, r.extern_pred, r.measured, r.extern_meas, r.measured_terms)
+           for r in rows}
+    assert got == {"tiny/fwd": (1, 1, 2, 1, 9999), "tiny/bwd": (1, 2, 3, 2, 9999)}
+    assert all(r.terms != r.measured_terms for r in rows)  # another program: summarised apart

@@ -45,7 +45,7 @@ for job in "$@"; do
         run="$job${HF_TAG:-}"
         timeout "${T_HF:-540}" python3 -m bench run --device cuda --size "${HF_SIZE:-small}" \
           --models "${HF_MODELS:-gpt2_block,bert_layer,t5_block,llama,bart,vit}" \
-          --modes inductor,inductor_optimus,eqsat --latency-repeats 3 \
+          --modes "${HF_MODES:-inductor,inductor_optimus,eqsat}" --latency-repeats "${HF_REPEATS:-3}" \
           $([ $job = hf_frozen ] && echo --freezing --no-train || echo --train) --out "/tmp/$run" > /tmp/job.txt 2>&1
         python3 -m bench report "/tmp/$run" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
         cp "/tmp/$run/results.jsonl" "$out/$run.jsonl"; cp "/tmp/$run/report.md" "$out/$run.md"

@@ -1,7 +1,8 @@
 """Issue 18's batch-fusion and glue programs (bench/models/parity.py) through eqsat: never skipped or
 fallen back, forward and gradients equal to eager (the split-cat ones are in
 tests/rules/test_split_cat_parity.py), the named rule used where eqsat has one, and (slow) no more
-CPU launches than Inductor alone."""
+CPU launches than Inductor alone and no more CPU kernels (Inductor's counter) than Optimus, inference and
+training."""
 import copy
 
 import pytest
@@ -86,20 +87,49 @@ def test_no_more_launches_than_inductor_alone(name):
     assert _launches("eqsat", name) <= _launches("inductor", name)
 
 
-def _training_loop_nests(mode, name):
-    """Inductor's CPU kernel counter (loop nests) over one training step's forward and backward."""
+# (model, phase) → why eqsat's CPU counter is still above Optimus', with the measured Inductor / Optimus /
+# eqsat totals (small size, as the bench harness builds them); strict: a case that starts passing must
+# have its entry removed
+ABOVE_OPTIMUS = {
+    ("parity_group_linear", "infer"): "8 / 8 / 11: the CPU model fuses the relu of the cat with the two"
+        " decomposed linears that write into it (decompose_linear), but Inductor cannot (addmm calls write"
+        " the cat's other slices), so each decomposed linear is a C++ function of its own",
+    ("parity_group_linear", "train"): "24 / 24 / 28: the backward of the same relu(cat) program",
+    ("parity_ten_linears", "infer"): "11 / 21 / 22: batch_linear makes 3 calls of Optimus' 21 (one baddbmm for"
+        " ten addmms), but without freezing the stacked weights and biases are 20 copies, which the counter"
+        " counts as loop nests (the CPU model prices them: 20 loop nests cost less than 9 extern calls)",
+    ("parity_uneven_split_then_split", "train"): "9 / 8 / 9: Optimus merges the unused pieces' split"
+        " gradients (fewer zero-filled slices in the backward cat); eqsat keeps the input split",
+    ("parity_split_getitems_out_of_order", "train"): "11 / 8 / 11: Optimus merges the five unused pieces"
+        " into two (split [4, 4, 4, 4, 16]), so the split's backward cat fills fewer zero slices",
+}
+
+
+def _counter(mode, name, phase):
+    """Inductor's CPU kernel counter (loop nests plus extern calls) for one inference call or one
+    training step (forward and backward), built and run as ``python -m bench run`` does."""
+    from bench.modes import compile_model
+    from bench.runner import make_step, training_inputs
     model, inputs = REGISTRY[name]("small")
+    if phase == "train":
+        inputs = training_inputs(inputs)
     inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     with inductor_metrics.inductor_config_patch(mode):
-        from bench.modes import compile_model
-        out = compile_model(mode, model.train()).fn(*inputs)
-        sum(o.sum() for o in _outputs(out)).backward()
-    return inductor_metrics.kernel_counts()["generated"]
+        make_step(compile_model(mode, model).fn, model, inputs, phase)()
+    return inductor_metrics.kernel_counts()["total"]
+
+
+def _counter_cases():
+    for name in sorted(CASES) + ["parity_dropouts"]:
+        for phase in ("infer", "train"):
+            why = ABOVE_OPTIMUS.get((name, phase))
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            yield pytest.param(name, phase, marks=marks, id=f"{name}-{phase}")
 
 
 @pytest.mark.slow
-def test_batched_layernorms_training_loop_nests_no_more_than_optimus():
-    name = "parity_batched_layernorms"
-    optimus, ours = (_training_loop_nests(m, name) for m in ("inductor_optimus", "eqsat"))
+@pytest.mark.parametrize("name,phase", list(_counter_cases()))
+def test_cpu_kernels_no_more_than_optimus(name, phase):
+    optimus, ours = (_counter(m, name, phase) for m in ("inductor_optimus", "eqsat"))
     assert ours <= optimus, {"optimus": optimus, "eqsat": ours}

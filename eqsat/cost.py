@@ -7,7 +7,8 @@ Two views of the same model:
 - ``node_cost(node, view)`` is its per-e-node linear approximation, which bottom-up and the ILP
   optimise: a pointwise op pays a share of a launch and of its output bytes (it usually fuses), a
   reduction or extern op pays a full launch plus its traffic, views and sources are free.
-Costs are in microseconds: α is the time per launch, β the time per byte.
+Costs are in microseconds: α is the time per launch, β the time per byte. On CPU a launch is a call of
+one C++ function, which holds every fused group between two extern calls (``CostModel._cpp_correction``).
 
 ``train_step`` prices the pre-grad graph of a training step, whose backward AOTAutograd derives from
 what we choose: a matmul's backward is two matmuls of its size (input and weight gradient), a
@@ -183,7 +184,8 @@ class CostModel:
 def _opens_cpp_function(groups: list[list[Kernel]]) -> list[bool]:
     """For each group, whether it starts a new C++ function: Inductor orders fused nodes by their
     first member, then topologically (dependencies first), and a generated group opens a function
-    when it comes first or right after an extern call."""
+    when it comes first or right after an extern call. A cat's readers are ordered after the copies
+    into its slices; its in-place writers are not tracked (the planner lists no cat per writer)."""
     owner = {k.writes: i for i, g in enumerate(groups) for k in g}
     for i, g in enumerate(groups):  # a cat's readers depend on the copies into its slices
         for k in g:

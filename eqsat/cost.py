@@ -7,7 +7,8 @@ Two views of the same model:
 - ``node_cost(node, view)`` is its per-e-node linear approximation, which bottom-up and the ILP
   optimise: a pointwise op pays a share of a launch and of its output bytes (it usually fuses), a
   reduction or extern op pays a full launch plus its traffic, views and sources are free.
-Costs are in microseconds: α is the time per launch, β the time per byte.
+Costs are in microseconds: α is the time per launch, β the time per byte. On CPU a launch is a call of
+one C++ function, which holds every fused group between two extern calls (``CostModel._cpp_correction``).
 
 ``train_step`` prices the pre-grad graph of a training step, whose backward AOTAutograd derives from
 what we choose: a matmul's backward is two matmuls of its size (input and weight gradient), a
@@ -25,6 +26,7 @@ from .ops import CTOR_CATEGORY, Category
 from .serialized import Choice, EGraphView, ENode
 
 UNKNOWN = 1e12  # a node whose shape no analysis derived is never worth choosing
+TWO_STEP_VARIANCE = 1024  # torch._inductor.config.cpp.use_two_step_variance_threshold
 
 # A training step's kernels per forward kernel: a matmul has two gradient matmuls; a reduction or norm
 # two gradient reductions (the input's, and the other operand's or the affine weights'), whatever
@@ -96,6 +98,9 @@ class CostModel:
         if self.train_step:
             cost += sum(self._split_backward(view, view.nodes[choice[c]])
                         for c in topo_order(view, roots, choice) if view.nodes[choice[c]].ctor == "Split")
+
+        if self.outer_loop_fusion:  # the C++ backend: see ``_cpp_correction``
+            cost += self._cpp_correction(view, choice, groups)
         return ProgramCost(generated, extern, nbytes, cost, loops)
 
     def _backward_factor(self, view: EGraphView, choice: Choice, group: list[Kernel]) -> float:
@@ -112,6 +117,25 @@ class CostModel:
         """The gradient of a split is the cat of its pieces' gradients: one kernel copying them."""
         nb = class_bytes(view, node.children[0])
         return UNKNOWN if nb is None else self.alpha + self.loop_cost + 2 * self.beta * nb
+
+    def _cpp_correction(self, view: EGraphView, choice: Choice, groups: list[list[Kernel]]) -> float:
+        """What the C++ backend costs beyond α per group plus one loop nest per kernel:
+        - α is per C++ function, not per fused group: Inductor emits every fused group it schedules
+          between two extern calls into one function (``CppScheduling`` flushes its kernel group only
+          at an extern kernel), so a group that follows another generated group in schedule order
+          pays its loop nests and bytes but no call;
+        - a layer norm over fewer than ``config.cpp.use_two_step_variance_threshold`` (1024) elements
+          is lowered in two steps: a sum, its division by the size and a sum of squared deviations
+          before the output loop, two loop nests more than one reduction."""
+        extra = 0.0
+        for g, opens in zip(groups, _opens_cpp_function(groups)):
+            if g[0].kind == "extern":
+                continue
+            factor = self._backward_factor(view, choice, g)
+            two_step = sum(1 for k in g if k.kind == "reduction" and k.writes in choice
+                           and view.nodes[choice[k.writes]].ctor == "LayerNorm" and k.space[1] < TWO_STEP_VARIANCE)
+            extra += factor * (2 * self.loop_cost * two_step - (0.0 if opens else self.alpha))
+        return extra
 
     # -- per e-node linear approximation ---------------------------------------------------------
     def node_cost(self, node: ENode, view: EGraphView) -> float:
@@ -164,6 +188,37 @@ def launches(group: list[Kernel]) -> int:
     """Kernel launches of one fused group: two when it holds a split reduction (partials, then
     their reduction), else one."""
     return 2 if any(k.split for k in group) else 1
+
+
+def _opens_cpp_function(groups: list[list[Kernel]]) -> list[bool]:
+    """For each group, whether it starts a new C++ function: Inductor orders fused nodes by their
+    first member, then topologically (dependencies first), and a generated group opens a function
+    when it comes first or right after an extern call. A cat's readers are ordered after the copies
+    into its slices; its in-place writers are not tracked (the planner lists no cat per writer)."""
+    owner = {k.writes: i for i, g in enumerate(groups) for k in g}
+    for i, g in enumerate(groups):  # a cat's readers depend on the copies into its slices
+        for k in g:
+            if k.copy_of is not None:
+                owner.setdefault(k.copy_of, i)
+    deps = [{owner[b] for k in g for b in k.reads if owner.get(b, i) != i} for i, g in enumerate(groups)]
+    order: list[int] = []
+    seen: set[int] = set()
+    for start in sorted(range(len(groups)), key=lambda i: min(k.index for k in groups[i])):
+        stack = [(start, False)]
+        while stack:
+            i, done = stack.pop()
+            if done:
+                order.append(i)
+                continue
+            if i in seen:
+                continue
+            seen.add(i)
+            stack.append((i, True))
+            stack.extend((d, False) for d in sorted(deps[i], reverse=True) if d not in seen)
+    opens = [True] * len(groups)
+    for prev, i in zip(order, order[1:]):
+        opens[i] = groups[prev][0].kind == "extern"
+    return opens
 
 
 def _pointwise_reads(view: EGraphView, node: ENode) -> float:

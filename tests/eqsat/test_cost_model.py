@@ -1,4 +1,6 @@
 """The cost model predicts Inductor's kernels: fusion, extern matmuls, cat written in place."""
+import pytest
+
 from eqsat.cost import CostModel
 from eqsat_graphs import Program, input_choice, roots_of, view_of
 
@@ -144,3 +146,44 @@ def test_node_cost_charges_extern_fully_and_pointwise_a_share():
     cost = {view.nodes[n].ctor: M.node_cost(view.nodes[n], view) for c in roots_of(view, [r, lin])
             for n in view.classes[c]}
     assert 0 < cost["Unary"] < M.alpha < cost["Linear"]
+
+
+CPU = CostModel.for_device("cpu")
+
+
+def _cpu_relus(with_matmul: bool) -> float:
+    """Two relu groups that share nothing, with or without an extern call between them."""
+    p = Program()
+    x, y = p.input((64, 128)), p.input((32, 128))
+    w, b = p.param((128, 128)), p.param((128,))
+    a = p.unary("relu", x)
+    c = p.unary("relu", p.linear(a, w, b) if with_matmul else y)
+    return predict(p, [a, c], CPU)
+
+
+def test_cpu_groups_between_two_extern_calls_share_one_cpp_function():
+    """The C++ backend emits every generated group between extern calls into one function, so a
+    second group costs its loop nest and bytes, not a second call (α); an addmm between them
+    splits the function, and each of its two sides pays a call."""
+    apart, together = _cpu_relus(with_matmul=True), _cpu_relus(with_matmul=False)
+    assert (together.generated, together.extern) == (2, 0)  # two loop-nest groups (different outer loops)
+    bytes_ = together.bytes * CPU.beta
+    assert together.cost == pytest.approx(CPU.alpha + 2 * CPU.loop_cost + bytes_)
+    assert (apart.generated, apart.extern) == (2, 1)
+    assert apart.cost == pytest.approx(3 * CPU.alpha + 2 * CPU.loop_cost + apart.bytes * CPU.beta)
+
+
+def _layer_norm_cost(width: int) -> float:
+    p = Program()
+    x = p.input((8, width))
+    return predict(p, [p.layer_norm(x, p.param((width,)), p.param((width,)))], CPU)
+
+
+def test_cpu_layer_norm_under_1024_elements_is_two_step_variance():
+    """Below config.cpp.use_two_step_variance_threshold (1024) the C++ backend lowers a layer norm's
+    variance in two steps: a sum, a division, a sum of squared deviations, then the output loop, so
+    two loop nests more than a (Welford) reduction."""
+    small, large = _layer_norm_cost(512), _layer_norm_cost(1024)
+    assert small.loops == large.loops == 1
+    assert small.cost - small.bytes * CPU.beta == pytest.approx(CPU.alpha + 3 * CPU.loop_cost)
+    assert large.cost - large.bytes * CPU.beta == pytest.approx(CPU.alpha + CPU.loop_cost)

@@ -1,7 +1,8 @@
 """Issue 18's batch-fusion and glue programs (bench/models/parity.py) through eqsat: never skipped or
 fallen back, forward and gradients equal to eager (the split-cat ones are in
 tests/rules/test_split_cat_parity.py), the named rule used where eqsat has one, and (slow) no more
-CPU launches than Inductor alone."""
+CPU launches than Inductor alone and no more CPU kernels (Inductor's counter) than Optimus, inference and
+training."""
 import copy
 
 import pytest
@@ -86,20 +87,69 @@ def test_no_more_launches_than_inductor_alone(name):
     assert _launches("eqsat", name) <= _launches("inductor", name)
 
 
-def _training_loop_nests(mode, name):
-    """Inductor's CPU kernel counter (loop nests) over one training step's forward and backward."""
+# (model, phase) → why eqsat's CPU counter is still above Optimus', with the measured Inductor / Optimus /
+# eqsat totals (small size, as the bench harness builds them) and, where eqsat is faster all the same,
+# the CPU latency eqsat vs Optimus (one thread unless said, min of 15 × 200 calls); strict: a case that
+# starts passing must have its entry removed
+ABOVE_OPTIMUS = {
+    ("parity_group_linear", "infer"): "8 / 8 / 11: decompose_linear turns two small addmms into C++ loop nests;"
+        " Inductor emits each as a function of its own between the remaining addmm calls (the CPU model fuses"
+        " them with the relu of the cat they write into). Faster all the same: 38 vs 45 us at one thread,"
+        " 59 vs 69 us at two, so the counter is not chased",
+    ("parity_group_linear", "train"): "24 / 24 / 28: the post-grad pass decomposes two small addmms of the"
+        " forward and two mms of the backward the same way (12 loop nests + 12 externs become 20 + 8);"
+        " 291 vs 295 us a step",
+    ("parity_ten_linears", "infer"): "11 / 21 / 22: batch_linear makes 3 calls of Optimus' 21 (one baddbmm for"
+        " ten addmms), but without freezing the stacked weights and biases are 20 copies, which the counter"
+        " counts as loop nests; 122 vs 156 us",
+    ("parity_uneven_split_then_split", "train"): "9 / 8 / 9: Optimus merges the two splits into one"
+        " (split [4, 12, 8, 8]: one backward cat, not two; the CPU model prices it 103 against 166), but"
+        " merge_splits only unions the inner split's pieces with the merged split's, not the outer split's"
+        " other pieces, so the outer split stays and nothing is saved",
+    ("parity_split_getitems_out_of_order", "train"): "11 / 8 / 11: Optimus merges the five unused pieces"
+        " into two (split [4, 4, 4, 4, 16]), so the split's backward cat fills fewer zero slices",
+}
+
+
+def _counter(mode, name, phase):
+    """Inductor's CPU kernel counter (loop nests plus extern calls) for one inference call or one
+    training step (forward and backward), built and run as ``python -m bench run`` does."""
+    from bench.modes import compile_model
+    from bench.runner import make_step, training_inputs
     model, inputs = REGISTRY[name]("small")
+    if phase == "train":
+        inputs = training_inputs(inputs)
     inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     with inductor_metrics.inductor_config_patch(mode):
-        from bench.modes import compile_model
-        out = compile_model(mode, model.train()).fn(*inputs)
-        sum(o.sum() for o in _outputs(out)).backward()
-    return inductor_metrics.kernel_counts()["generated"]
+        make_step(compile_model(mode, model).fn, model, inputs, phase)()
+    return inductor_metrics.kernel_counts()["total"]
+
+
+def _counter_cases():
+    for name in sorted(CASES) + ["parity_dropouts"]:
+        for phase in ("infer", "train"):
+            why = ABOVE_OPTIMUS.get((name, phase))
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            yield pytest.param(name, phase, marks=marks, id=f"{name}-{phase}")
 
 
 @pytest.mark.slow
-def test_batched_layernorms_training_loop_nests_no_more_than_optimus():
-    name = "parity_batched_layernorms"
-    optimus, ours = (_training_loop_nests(m, name) for m in ("inductor_optimus", "eqsat"))
+@pytest.mark.parametrize("name,phase", list(_counter_cases()))
+def test_cpu_kernels_no_more_than_optimus(name, phase):
+    optimus, ours = (_counter(m, name, phase) for m in ("inductor_optimus", "eqsat"))
     assert ours <= optimus, {"optimus": optimus, "eqsat": ours}
+
+
+def test_batched_layernorms_batch_in_inference_on_cpu():
+    """The CPU model prices a layer norm under 1024 elements as the C++ backend lowers it (two-step
+    variance: three loop nests before the output) and α once per C++ function, so eight norms on the
+    pieces of a split are one batched norm in inference too (Inductor's counter 64 -> 23, Optimus 24)."""
+    model, (x,) = REGISTRY["parity_batched_layernorms"]("tiny")
+    torch_compat.reset_dynamo()
+    backend = eqsat_backend(inner="eager", cost=CostModel.for_device("cpu"))
+    with torch.no_grad():
+        out = torch.compile(model, backend=backend)(x)
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-6)
+    assert_no_fallback(backend.reports[0])
+    assert "batch_layernorm" in backend.reports[0].rules_used, backend.reports[0].summary()

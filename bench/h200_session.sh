@@ -6,6 +6,8 @@
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
+# egglog's wheel is 48.6 MB because its extension carries debug info; `strip --strip-unneeded` on
+# egglog/bindings*.so (219 MB -> 11 MB), RECORD's hashes redone, rezipped: 5.2 MB, which leaves room for the tree.
 # Results land in $OUT (default bench/out/h200): the harness' folder bench/ and one jobs.txt with every job's output (the device returns at most 8 files).
 set -u
 out=${OUT:-bench/out/h200}

@@ -1,5 +1,5 @@
 """Property: over random programs and random rewrites, extraction is never costlier than the input."""
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rules.library as library
@@ -60,19 +60,26 @@ def random_program(steps):
 @given(steps=st.lists(step, min_size=1, max_size=12),
        rule_mask=st.lists(st.booleans(), min_size=len(RULES), max_size=len(RULES)),
        frozen=st.booleans(), beta=st.sampled_from([1e-6, 1e-4, 1e-2]))
+# Found in CI: relu_idem unions relu(relu(x)) with relu(x), so the input, read in the saturated e-graph,
+# shares classes it did not share and prices 15.08 there against 10.07 as written; a swap then finds
+# 10.074, cheaper than the first price and dearer than the second. The pipeline keeps the input.
+@example(steps=[("linear", 0, 0), ("cat", 0, 2), ("cat", 3, 3)],
+         rule_mask=[r.name in ("split_unary", "cat_unary", "relu_idem") for r in RULES], frozen=False, beta=1e-6)
 def test_extraction_never_costlier_than_input(steps, rule_mask, frozen, beta):
     p, outs, unions = random_program(steps)
     outs = outs[-3:]
     model = CostModel(alpha=5.0, beta=beta, frozen_params=frozen)
     before = view_of(p)
     original = input_choice(before, roots_of(before, outs))
-    cost_in = model.program_cost(before, original, roots_of(before, outs)).cost
+    written = model.program_cost(before, original, roots_of(before, outs))
     rules = [r for r, on in zip(RULES, rule_mask) if on]
     view = view_of(p, rules, unions)
     roots = roots_of(view, outs)
-    res = extract(view, roots, model, time_limit=2.0, original=input_in(view, p, outs))
+    # as the pipeline calls it: the cost to beat is the input's price before any rule ran
+    res = extract(view, roots, model, time_limit=2.0, original=input_in(view, p, outs), before=written)
     assert is_acyclic(view, roots, res.choice) and is_complete(view, roots, res.choice)
     assert res.cost == model.program_cost(view, res.choice, roots).cost
-    if res.before is not None:  # the input is expressible in the saturated e-graph: never worse
-        assert res.cost <= res.before.cost and res.cost <= cost_in + 1e-9 * cost_in
-        assert res.extractor == "input" or res.cost < res.before.cost  # ties keep the input
+    assert not res.improved or res.cost < written.cost  # what the pipeline keeps is never dearer
+    if "input" in res.candidates:  # the input is expressible in the saturated e-graph
+        assert res.cost <= res.candidates["input"]
+        assert res.extractor == "input" or res.cost < res.candidates["input"]  # ties keep the input

@@ -358,8 +358,14 @@ def summary(label: str, rows: list[Row]) -> None:
 
 
 # training-step rows by program and phase: the input programs (Inductor alone), eqsat's programs
-PHASES = {phase: re.compile(rf"^[^/]+/{prog}{phase}\d*$") for phase, prog in (("fwd", ""), ("bwd", ""))}
-PHASES.update({f"eqsat {phase}": re.compile(rf"^[^/]+/eqsat/{phase}\d*$") for phase in ("fwd", "bwd")})
+PHASES = {f"{label}{phase}": re.compile(rf"^[^/]+/{prefix}{phase}\d*$")
+          for prefix, label in (("", ""), ("eqsat/", "eqsat ")) for phase in ("fwd", "bwd")}
+
+
+def _summaries_by_phase(rows: list[Row], indent: str = "") -> None:
+    for label, pattern in PHASES.items():
+        if any(pattern.search(r.name) for r in rows):
+            summary(f"{indent}{label}: ", [r for r in rows if pattern.search(r.name)])
 
 
 def report(rows: list[Row]) -> None:
@@ -371,15 +377,11 @@ def report(rows: list[Row]) -> None:
               f" | {r.metric if r.metric >= 0 else '–'} | {r.bytes / 1e6:.2f} | {'–' if np.isnan(r.ms) else f'{r.ms:.3f}'} |")
     print()
     summary("", rows)
-    for label, pattern in PHASES.items():
-        if any(pattern.search(r.name) for r in rows):
-            summary(f"{label}: ", [r for r in rows if pattern.search(r.name)])
+    _summaries_by_phase(rows)
     same = [r for r in rows if r.measured_terms in (-1, r.terms)]
     if len(same) < len(rows):
         print(f"same program as measured (term counts agree), {len(same)} of {len(rows)} graphs:")
-        for label, pattern in PHASES.items():
-            if any(pattern.search(r.name) for r in same):
-                summary(f"  {label}: ", [r for r in same if pattern.search(r.name)])
+        _summaries_by_phase(same, "  ")
     if sum(np.isfinite(r.ms) for r in rows) >= 3:
         alpha, beta, const = fit_alpha_beta(rows)
         print(f"fitted on latency: alpha={alpha:.2f} us/launch  beta={beta:.3e} us/byte"

@@ -80,16 +80,6 @@ class SymbolicSizes:
         return tuple(self.size(s) for s in shape)
 
 
-def has_symbols(values: Sequence[Any]) -> bool:
-    """Any SymInt among these values or their tensors' dims (a graph Dynamo traced dynamically)."""
-    for v in values:
-        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            return True
-        if isinstance(v, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in v.shape):
-            return True
-    return False
-
-
 def fake_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[Any]:
     """What to propagate fake values from: the placeholders' own recorded fakes when every one has
     one (a symbolic graph's are over its ShapeEnv, so new nodes get symbolic sizes; and nothing is

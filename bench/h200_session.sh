@@ -87,8 +87,9 @@ for l in open(sys.argv[1]):
     freezecheck) timeout "${T_FREEZE:-150}" python3 -m bench.freezing_check --device cuda --model "${FREEZE_MODEL:-bart}" \
                    > /tmp/job.txt 2>&1 ;;
     # the launch lines behind a count that differs between modes
+    # (DUMP_FLAGS: --train, --freezing, --modes ...; every wrapper's code goes to $out/code.txt)
     dump) timeout "${T_DUMP:-200}" python3 -m bench.kernel_dump --device cuda --models ${DUMP_MODELS:-split_stack_unbind} \
-            ${DUMP_TRAIN:-} > /tmp/job.txt 2>&1 ;;
+            ${DUMP_FLAGS:-} --code "$out/code.txt" > /tmp/job.txt 2>&1 ;;
   esac
   { echo "== $job"; grep -v -i warn /tmp/job.txt | tail -"${TAIL:-80}"; } | tee -a "$out/jobs.txt"
 done

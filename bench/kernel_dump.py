@@ -2,6 +2,10 @@
 so a launch count that differs between modes can be traced to the kernel that differs.
 
     python -m bench.kernel_dump --device cuda --models split_stack_unbind --modes inductor_optimus eqsat
+
+A step is built as the harness builds it (inference under no_grad, training a forward and a sum-loss
+backward); `--freezing` turns Inductor's freezing on for every mode; `--code FILE` appends every
+wrapper's whole code (kernel sources included) to FILE.
 """
 from __future__ import annotations
 
@@ -12,22 +16,30 @@ import torch
 
 from bench.models import REGISTRY
 from bench.modes import compile_model
+from bench.runner import make_step, training_inputs
 from fx_bridge import inductor_metrics
 
 _LINE = re.compile(r"^\s+(\w+ = )?(triton_\w+\.run|cpp_fused_\w+|extern_kernels\.\w+|torch\.ops\.\w+\.\w+)", re.M)
 
 
-def dump(name: str, mode: str, device: str, size: str, train: bool) -> None:
+def dump(name: str, mode: str, device: str, size: str, train: bool, freezing: bool = False,
+         code_file: str | None = None) -> None:
     model, inputs = REGISTRY[name](size, device=device)
+    phase = "train" if train else "infer"
+    if train:
+        inputs = training_inputs(inputs)
     inductor_metrics.cold_compile_reset()
-    with inductor_metrics.inductor_config_patch(mode), inductor_metrics.capture_output_code() as codes:
+    with inductor_metrics.inductor_config_patch(mode, freezing=freezing), \
+            inductor_metrics.capture_output_code() as codes:
         compiled = compile_model(mode, model.train(train))
-        out = compiled.fn(*inputs)
-        if train:
-            outs = out if isinstance(out, (tuple, list)) else [out]
-            sum(o.float().sum() for o in outs).backward()
+        make_step(compiled.fn, model, inputs, phase)()
+    title = f"{name} / {mode}{' / train' if train else ''}{' / freezing' if freezing else ''}"
+    if code_file:
+        with open(code_file, "a") as f:
+            for i, code in enumerate(codes):
+                f.write(f"\n#### {title} / graph {i}\n{code}\n")
     counts = inductor_metrics.launch_counts(codes)
-    print(f"== {name} / {mode}{' / train' if train else ''}: {counts}")
+    print(f"== {title}: {counts}")
     for i, code in enumerate(codes):
         body = code.split("def call(", 1)[-1]
         print(f"  graph {i}: " + ", ".join(m.group(2) for m in _LINE.finditer(body)))
@@ -43,11 +55,13 @@ def main(argv=None) -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--size", default="small")
     ap.add_argument("--train", action="store_true")
+    ap.add_argument("--freezing", action="store_true")
+    ap.add_argument("--code", help="append every wrapper's code to this file")
     args = ap.parse_args(argv)
     for name in args.models:
         for mode in args.modes:
             try:
-                dump(name, mode, args.device, args.size, args.train)
+                dump(name, mode, args.device, args.size, args.train, args.freezing, args.code)
             except Exception as e:  # a diagnostic: report and go on
                 print(f"== {name} / {mode}: {type(e).__name__}: {str(e)[:300]}")
 

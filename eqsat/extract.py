@@ -234,5 +234,39 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
                 candidates["local"], priced["local"] = searched, found
     order = ["input", "bottom_up", "ilp", "batched", "local"]  # ties keep the input, then the simpler extractor
     name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
-    return Extraction(candidates[name], priced[name].cost, name, time.perf_counter() - t0, priced[name],
+    chosen, after = candidates[name], priced[name]
+    if original is not None and name != "input":
+        undone = undo_unpaid(view, roots, model, chosen, after.cost, original, full,
+                             max(0.0, time_limit - (time.perf_counter() - t0)))
+        if undone is not None:
+            chosen, after = undone, model.program_cost(view, undone, roots)
+    return Extraction(chosen, after.cost, name, time.perf_counter() - t0, after,
                       before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})
+
+
+def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Choice, cost: float,
+                original: Choice, full: Choice, seconds: float) -> Choice | None:
+    """Put back, one class at a time, every input node whose rewrite the price does not need: the
+    program may not get dearer. A rewrite the model sees no gain in is a risk with no reward: the model
+    cannot see everything Inductor does (a stack of two multiplies that every consumer inlines saves
+    nothing, yet its indexing pushes Inductor to materialise a fused kernel's operand: Llama's rotary
+    ``cos``/``sin`` scaling at size small on the H200, one launch more a layer). Rewrites that pay together stay: undoing one of them alone
+    makes the program dearer. None when nothing was put back."""
+    t_end = time.perf_counter() + seconds
+    best, best_cost, undone, moved = dict(choice), cost, False, True
+    while moved and time.perf_counter() < t_end:
+        moved = False
+        for cls in [c for c in best if c in original and best[c] != original[c]]:
+            if time.perf_counter() >= t_end:
+                break
+            if cls not in best or best[cls] == original[cls]:
+                continue
+            nid = original[cls]
+            trial = {**full, **original, **best, cls: nid}
+            if _reaches(view, trial, view.nodes[nid].children, cls):
+                continue
+            trial = reachable(view, roots, trial)
+            trial_cost = model.program_cost(view, trial, roots).cost
+            if trial_cost <= best_cost * (1 + 1e-9):
+                best, best_cost, undone, moved = trial, trial_cost, True, True
+    return best if undone else None

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Hashable, Iterator, Sequence
 
 import networkx as nx
 
-from eqsat.ops import op_name_of_key
+from eqsat.ops import CTOR_CATEGORY, Category, op_name_of_key
 from eqsat.sizes import product
 from eqsat.terms import IVec, Program, Ref, Term, TList
 from rules.batch import BATCH_RULES, FAMILY
@@ -78,6 +79,44 @@ class _Ctx:
         """What must be equal for two operands to be stacked; None when unknown."""
         s, d = self.shape(r), self.dtype(r)
         return None if s is None or d is None else (s, d)
+
+    @cached_property
+    def _users(self) -> dict[str, list[str]]:
+        users: dict[str, list[str]] = {}
+        for let, t in self.low.originals.items():
+            for src in set(_refs(t)):
+                users.setdefault(src, []).append(let)
+        return users
+
+    @cached_property
+    def _lets(self) -> dict[int, str]:
+        return {id(t): let for let, t in self.low.originals.items()}
+
+    def ref_of(self, t: Term) -> Ref:
+        """The let an original term is bound to."""
+        return Ref(self._lets[id(t)])
+
+    def feeds_fusible_only(self, r: Ref) -> bool:
+        """Every use of ``r``, through views, is a pointwise op, a copy or a reduction, and it is no
+        output: a matmul's bias add fuses into such users (Inductor's mm + epilogue)."""
+        todo, seen = [r.let], set()
+        while todo:
+            let = todo.pop()
+            if let in seen:
+                continue
+            seen.add(let)
+            if let in self.low.roots:
+                return False
+            for u in self._users.get(let, ()):
+                kind = CTOR_CATEGORY.get(self.low.originals[u].ctor)
+                if kind == Category.VIEW:
+                    todo.append(u)
+                elif kind not in _EPILOGUE_USERS:
+                    return False
+        return True
+
+
+_EPILOGUE_USERS = {Category.POINTWISE, Category.COPY, Category.REDUCTION, Category.NORM}
 
 
 # -- term builders -----------------------------------------------------------------------------------
@@ -170,6 +209,26 @@ def _build_linear_lhs(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
     return _split(y, [ctx.shape(w)[0] for w in ws], len(ctx.shape(x)) - 1)
 
 
+def _build_linear_lhs_epilogue(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
+    """``_build_linear_lhs`` with each piece adding its own bias: Inductor splits a biased matmul
+    whose users are pointwise into mm + epilogue, so the adds fuse into the pieces' consumers (the
+    copies a 4-D matmul makes of each head-split piece), where a concatenated bias is one more copy a
+    call without freezing."""
+    x = ts[0].args[0]
+    _, ws, bs = zip(*(t.args for t in ts))
+    y = bind(Term("Linear", (x, _cat(ws, 0), NONE)))
+    pieces = _split(y, [ctx.shape(w)[0] for w in ws], len(ctx.shape(x)) - 1)
+    return [Term("Binary", ("add", p, b)) for p, b in zip(pieces, bs)]
+
+
+def _build_addmm_lhs_epilogue(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
+    """The Aten spelling of ``_build_linear_lhs_epilogue``: one ``mm``, each piece adds its ``addmm``'s
+    own bias."""
+    cs, xs, ws = zip(*(t.args for t in ts))
+    y = bind(Term("Mm", (xs[0], _cat(ws, 1))))
+    return [Term("Binary", ("add", p, c)) for p, c in zip(_split(y, [ctx.shape(w)[1] for w in ws], 1), cs)]
+
+
 def _build_mm_lhs(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
     if ts[0].ctor == "Mm":
         x = ts[0].args[0]
@@ -248,7 +307,10 @@ def _match_linear(ctx: _Ctx, t: Term) -> Iterator[Match]:
         if (xs[1] in FLOAT_DTYPES and ws[1] == xs[1] and bias in (None, ((ws[0][0],), xs[1]))
                 and ctx.static(ws[0])):
             yield "group_linear", (xs[0][:-1], xs[1], bias is None), _build_group_linear
-    yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
+    if bias is not None and ctx.feeds_fusible_only(ctx.ref_of(t)):
+        yield "batch_linear_lhs", ("linear+epilogue", x, ws[1], bias[1]), _build_linear_lhs_epilogue
+    else:
+        yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
 
 
 def _match_mm(ctx: _Ctx, t: Term) -> Iterator[Match]:
@@ -261,7 +323,10 @@ def _match_mm(ctx: _Ctx, t: Term) -> Iterator[Match]:
     if c is None:
         yield "batch_linear_lhs", ("mm", a, sb[1]), _build_mm_lhs
     elif len(sc[0]) in (1, 2) and sc[0][-1] == sb[0][1]:
-        yield "batch_linear_lhs", ("addmm", a, sb[1], sc[0][:-1], sc[1]), _build_mm_lhs
+        if ctx.feeds_fusible_only(ctx.ref_of(t)):
+            yield "batch_linear_lhs", ("addmm+epilogue", a, sb[1], sc[0][:-1], sc[1]), _build_addmm_lhs_epilogue
+        else:
+            yield "batch_linear_lhs", ("addmm", a, sb[1], sc[0][:-1], sc[1]), _build_mm_lhs
 
 
 def _match_layernorm(ctx: _Ctx, t: Term) -> Iterator[Match]:

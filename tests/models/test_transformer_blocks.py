@@ -39,3 +39,25 @@ def test_bart_under_the_gpu_model_through_inductor_matches_eager():
     assert_optimized(backend.reports[0], "batch_linear_lhs")  # the GPU program, not a fallback
     for report in backend.reports:
         assert_no_fallback(report)
+
+
+@pytest.mark.parametrize("undo", [True, False], ids=["undo", "no-undo"])
+def test_llama_under_the_gpu_model_keeps_only_the_rewrites_that_pay(undo, monkeypatch):
+    """Llama at size small, GPU model: fusing q/k/v pays (one weight cat for two matmuls); batching the
+    rotary embedding's ``cos * scale`` and ``sin * scale`` ties with the input in the model but cost the
+    H200 one launch more a layer (Inductor materialised an operand of the fused rotary kernel). The
+    extractor puts back every input node whose rewrite the price does not need; without that step
+    the tie rides along with the fusion that pays."""
+    from eqsat import extract
+    from eqsat.cost import CostModel
+    if not undo:
+        monkeypatch.setattr(extract, "undo_unpaid", lambda *args, **kwargs: None)
+    model, inputs = REGISTRY["llama"]("small", "cpu", torch.float32)
+    backend = eqsat_backend(cost=CostModel.for_device("cuda"), inner="eager")
+    with torch.no_grad():
+        expected = model(*inputs)
+        actual = torch.compile(model, backend=backend)(*inputs)
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    used = set(backend.reports[0].rules_used)
+    assert "batch_linear_lhs" in used
+    assert ("batch_mul" in used) != undo, backend.reports[0].summary()

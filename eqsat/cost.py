@@ -81,6 +81,11 @@ class CostModel:
             kw = {"alpha": 13.9, "beta": 4.05e-6, "split_sms": 132, **kw}
         return cls(**kw)
 
+    @property
+    def gpu(self) -> bool:
+        """A model of Inductor's Triton backend (``for_device("cuda")``), not of its C++ one."""
+        return self.split_sms > 0
+
     # -- whole program -------------------------------------------------------------------------
     def program_cost(self, view: EGraphView, choice: Choice, roots: Iterable[str]) -> ProgramCost:
         roots = list(roots)

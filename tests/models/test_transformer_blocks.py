@@ -39,6 +39,10 @@ def test_bart_under_the_gpu_model_through_inductor_matches_eager():
     assert_optimized(backend.reports[0], "batch_linear_lhs")  # the GPU program, not a fallback
     for report in backend.reports:
         assert_no_fallback(report)
+    from fx_bridge.horizontal import POINTWISE_BATCHES
+    assert backend.post_grad_reports  # pointwise batches are left to Inductor in a GPU compile's Aten graphs
+    for report in backend.post_grad_reports:
+        assert not set(report.rules_used) & set(POINTWISE_BATCHES), report.summary()
 
 
 @pytest.mark.parametrize("undo", [True, False], ids=["undo", "no-undo"])

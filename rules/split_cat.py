@@ -23,8 +23,8 @@ unbound = pieces(S, each=lambda p: squeeze(p, d))    # x.unbind(d), as lowering 
 unflat = reshape(x, splice(x.shape, d, [n, k]))      # x.unflatten(d, (n, k)): piece index at d
 
 
-def _r(name, lhs, rhs, *when, doc=""):
-    return rewrite(name, lhs, rhs, when, family="split_cat", doc=doc)
+def _r(name, lhs, rhs, *when, doc="", given=()):
+    return rewrite(name, lhs, rhs, when, family="split_cat", doc=doc, given=given)
 
 
 SPLIT_CAT_DSL = [
@@ -32,6 +32,11 @@ SPLIT_CAT_DSL = [
        doc="remove_split_with_size_one: a split into one section is its input"),
     _r("merge_splits", split(S[i], t, d)[j], split(x, splice(s, i, t), d)[i + j],
        doc="merge_splits: a split of a split piece on the same dim is one split of the input"),
+    # ... and the outer split's other pieces are pieces of the merged split too, so it can die
+    _r("merge_splits_before", S[j], split(x, splice(s, i, t), d)[j], j < i, given=[split(S[i], t, d)],
+       doc="merge_splits: a piece before the re-split one is the same piece of the merged split"),
+    _r("merge_splits_after", S[j], split(x, splice(s, i, t), d)[j + t.len() - 1], j > i, given=[split(S[i], t, d)],
+       doc="merge_splits: a piece after the re-split one is shifted by the re-split's extra pieces"),
     _r("cat_split_all", cat(pieces(S), d), x,
        doc="mutate_cat / split_cat: cat of every piece, in order, on the split dim is the input"),
     _r("cat_split_other_dim", cat(pieces(S), c),

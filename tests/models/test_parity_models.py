@@ -22,7 +22,7 @@ CASES = {
     "parity_linear_batchnorm_branches": (),
     "parity_batched_layernorms": ("batch_layernorm",),
     "parity_bmm_accumulate": (),
-    "parity_uneven_split_then_split": (),
+    "parity_uneven_split_then_split": ("merge_splits", "merge_splits_before", "merge_splits_after"),
     "parity_split_getitems_out_of_order": (),
     "parity_math_chain": ("cat_unary",),
 }
@@ -102,10 +102,6 @@ ABOVE_OPTIMUS = {
     ("parity_ten_linears", "infer"): "11 / 21 / 22: batch_linear makes 3 calls of Optimus' 21 (one baddbmm for"
         " ten addmms), but without freezing the stacked weights and biases are 20 copies, which the counter"
         " counts as loop nests; 122 vs 156 us",
-    ("parity_uneven_split_then_split", "train"): "9 / 8 / 9: Optimus merges the two splits into one"
-        " (split [4, 12, 8, 8]: one backward cat, not two; the CPU model prices it 103 against 166), but"
-        " merge_splits only unions the inner split's pieces with the merged split's, not the outer split's"
-        " other pieces, so the outer split stays and nothing is saved",
     ("parity_split_getitems_out_of_order", "train"): "11 / 8 / 11: Optimus merges the five unused pieces"
         " into two (split [4, 4, 4, 4, 16]), so the split's backward cat fills fewer zero slices",
 }

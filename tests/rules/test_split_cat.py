@@ -104,3 +104,24 @@ def test_many_runs_in_one_cat_stay_bounded():
     merged = [item for k in range(16) for item in (f"(Narrow {'$x' if k % 2 == 0 else '$z'} 1 0 4)", "$y",
                                                      pieces(S if k % 2 == 0 else f"(Split $z {vec(2, 2, 2)} 1)", 3)[2])]
     assert g.same("$t", f"(Cat {tl(*merged)} 1)")
+
+
+MERGED = f"(Split $x {vec(2, 1, 1, 2)} 1)"    # S with its middle piece re-split in two
+
+
+def test_outer_pieces_of_a_merged_split_are_the_merged_splits_pieces():
+    """merge_splits_before/after: the pieces around the re-split one become pieces of the merged split,
+    so the outer split can die (issue 18: Optimus' merge_splits leaves one split)."""
+    g = Case(["merge_splits", "merge_splits_before", "merge_splits_after"]).let(
+        "inner", f"(Get (Split {P[1]} {vec(1, 1)} 1) 0)").let("a", P[0]).let("c", P[2]).run()
+    assert g.fired.get("merge_splits_before") and g.fired.get("merge_splits_after"), g.fired
+    assert g.same("$a", f"(Get {MERGED} 0)") and g.same("$c", f"(Get {MERGED} 3)")
+    assert g.same("$inner", f"(Get {MERGED} 1)")
+
+
+@pytest.mark.parametrize("inner", [f"(Split {P[1]} {vec(2, 2)} 0)", f"(Split (Get (Split $z {vec(2, 2, 2)} 1) 1) {vec(1, 1)} 1)"],
+                         ids=["inner_split_other_dim", "inner_split_of_another_input"])
+def test_outer_pieces_stay_without_a_same_dim_re_split(inner):
+    """A re-split on another dim, or of another input's split piece, merges nothing into x's split."""
+    g = Case().let("inner", f"(Get {inner} 0)").let("a", P[0]).let("c", P[2]).run()
+    assert not g.same("$a", f"(Get {MERGED} 0)") and not g.same("$c", f"(Get {MERGED} 3)")

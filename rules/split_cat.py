@@ -150,6 +150,28 @@ CAT_NARROW_RUN = Rule(
     rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
+# A run of m copies of one tensor a in a cat on d is a repeated along d: unsqueezed at d, expanded to m
+# there, the two dims flattened (the View's shape pins that form, so a run only grows from its own cells).
+# A split's backward concatenates a zero fill for every unused piece (one tensor: AOTAutograd's CSE), so
+# its unused trailing pieces cost one loop nest, as after Optimus' merge of unused split pieces.
+def _repeat(e: str, m: str) -> str:
+    return f"(View (Expand (Unsqueeze a d) {e}) (vec-set sa d (* {m} (vec-get sa d))))"
+
+
+CAT_REPEAT_RUN = Rule(
+    "cat_repeat_run", "split_cat",
+    "the split-backward form of merging unused split pieces: adjacent copies of one tensor anywhere"
+    " inside a cat become one view of it repeated along the cat dim",
+    (f"(rule ((CatCell l d) (= l (TCons a (TCons a r))) (= sa (shape a))) ((insert-demand sa d 2)) {_A})",
+     "(rule ((CatCell l d) (= l (TCons a (TCons a r))) (= sa (shape a)) (= e (insert sa d 2)))"
+     f" ((RunAlt l d (TCons {_repeat('e', '2')} r))))",
+     "(rule ((CatCell l d) (= l (TCons (View (Expand (Unsqueeze a d) e) v) (TCons a r))) (= sa (shape a))"
+     f" (= m (vec-get e d)) (= v (vec-set sa d (* m (vec-get sa d)))))"
+     f" ((RunAlt l d (TCons {_repeat('(vec-set e d (+ m 1))', '(+ m 1)')} r))))"),
+    CAT_CONTEXT + DERIVED["insert"].decls,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
+)
+
 # <Rel>(l, S, i, j, tail): l starts with the cells of pieces i..j-1 of S, all of one shape (equal sections),
 # then tail; the run cannot be extended to the right (next cell not the next piece's, or the next piece
 # has another size). <Rel>Start(l, c): nor to the left. Equal shapes are compared as shape facts (table
@@ -285,5 +307,5 @@ UNBIND_STACK_RUN = _run_rule(
     "UnbindStackRun", lambda i: f"(Unsqueeze (Squeeze (Get S {i}) d) c)", "", "(= k 1)",
     {"p": ("movedim-perm", "(vec-length sx) d c")}, "(Permute (Narrow x d a m) p)", stack=True)
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN,
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_REPEAT_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN,
                   UNBIND_STACK_RUN]

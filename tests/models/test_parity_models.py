@@ -119,9 +119,6 @@ ABOVE_OPTIMUS = {
     ("parity_group_linear", "train"): "24 / 24 / 28: the post-grad pass decomposes two small addmms of the"
         " forward and two mms of the backward the same way (12 loop nests + 12 externs become 20 + 8);"
         " 291 vs 295 us a step",
-    ("parity_ten_linears", "infer"): "11 / 21 / 22: batch_linear makes 3 calls of Optimus' 21 (one baddbmm for"
-        " ten addmms), but without freezing the stacked weights and biases are 20 copies, which the counter"
-        " counts as loop nests; 122 vs 156 us",
 }
 
 

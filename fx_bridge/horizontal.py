@@ -162,7 +162,7 @@ def _stack_dim(rank: int) -> int:
 
 
 Bind = Callable[[Term], Ref]  # let-binds a term, returns its Ref
-Build = Callable[[_Ctx, list[Term], Bind], list[Term]]  # members → each member's fused piece
+Build = Callable[[_Ctx, list[Term], Bind], list]  # members → each member's fused piece (or a list of them)
 
 
 # -- fused forms -------------------------------------------------------------------------------------
@@ -172,9 +172,14 @@ def _build_batch_linear(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
     k, out = xshape[-1], ctx.shape(ws[0])[0]
     x = _stack(xs) if len(xshape) == 2 else _view(_stack(xs), (n, ctx.rows(xshape[:-1]), k))
     w = Term("Permute", (_stack(ws), IVec((0, 2, 1))))
-    y = Term("Bmm", (x, w)) if ctx.is_none(bs[0]) else Term("Baddbmm", (Term("Unsqueeze", (_stack(bs), 1)), x, w))
-    pieces = _unbind(bind(y), n)
-    return pieces if len(xshape) == 2 else [_view(p, xshape[:-1] + (out,)) for p in pieces]
+    shaped = (lambda p: p) if len(xshape) == 2 else (lambda p: _view(p, xshape[:-1] + (out,)))
+    products = [shaped(p) for p in _unbind(bind(Term("Bmm", (x, w))), n)]
+    if ctx.is_none(bs[0]):
+        return products
+    # with biases: one baddbmm of the stacked biases, or each product plus its own bias, which costs
+    # no stack of the biases (a copy per bias where weights are runtime values) and fuses with its users
+    summed = [shaped(p) for p in _unbind(bind(Term("Baddbmm", (Term("Unsqueeze", (_stack(bs), 1)), x, w))), n)]
+    return [[s, Term("Binary", ("add", p, b))] for s, p, b in zip(summed, products, bs)]
 
 
 def _pad(x, pads: Sequence[int]) -> object:
@@ -499,9 +504,10 @@ def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
 
         pieces = build(ctx, [low.originals[m] for m in members], bind)
         splits: dict[Term, Ref] = {}
-        for m, p in zip(members, pieces):
-            uses_none |= _mentions(p, NONE)
-            out.same(Ref(m), _bind_splits(p, bind, splits))  # unioned by Session.seed
+        for m, alternatives in zip(members, pieces):
+            for p in alternatives if isinstance(alternatives, list) else [alternatives]:
+                uses_none |= _mentions(p, NONE)
+                out.same(Ref(m), _bind_splits(p, bind, splits))  # unioned by Session.seed
             out.members.append(m)
         out.counts[rule] += 1
     if uses_none:  # the facts lowering gives every NoneT it emits (norm costs read them)

@@ -328,7 +328,10 @@ class CheckResult:
 def _describe(ev: Evaluator, rule: dsl.DslRule) -> str:
     from .compile import variables
     parts = []
-    for v in variables(rule.lhs).values():
+    bound = variables(rule.lhs)
+    for t in rule.given:
+        variables(t, bound)
+    for v in bound.values():
         val = ev.env.get(id(v))
         if isinstance(val, torch.Tensor):
             val = f"tensor{tuple(val.shape)} {str(val.dtype).removeprefix('torch.')}"
@@ -343,6 +346,8 @@ def _compare(rule: dsl.DslRule, rng: random.Random, values: bool) -> tuple[bool,
     ev = Evaluator(rng)
     try:
         lhs = ev.ev(rule.lhs)
+        for t in rule.given:
+            ev.ev(t)
         if not all(ev.holds(g) for g in rule.when):
             return False, None
     except (Reject, RuntimeError, IndexError, ValueError, TypeError, ZeroDivisionError):

@@ -134,6 +134,8 @@ class Query:
 def _direction(r: dsl.DslRule, lhs, rhs) -> tuple[list[str], list[str]]:
     q = Query()
     q.facts.append(f"(= _root {q.pattern(lhs)})")
+    for k, t in enumerate(r.given):
+        q.facts.append(f"(= _given{k} {q.pattern(t)})")
     for g in r.when:
         q.guard(g)
     action = f"(union _root {q.expr(rhs)})"
@@ -149,6 +151,8 @@ def check_bound(r: dsl.DslRule) -> None:
                                                 if r.bidirectional else [])
     for pat, rep, what in sides:
         bound = variables(pat)
+        for t in r.given:
+            variables(t, bound)
         for where, t in [(what, rep)] + [("guard", g) for g in r.when]:
             missing = [v.name for k, v in variables(t).items() if k not in bound]
             if missing:

@@ -379,7 +379,9 @@ def movedim(x: Expr, src, dst) -> Expr:
 # -- rules ---------------------------------------------------------------------------------------
 @dataclass(eq=False)
 class DslRule:
-    """``lhs`` ⇒ ``rhs`` when every guard holds (and ``rhs`` ⇒ ``lhs`` too if ``bidirectional``)."""
+    """``lhs`` ⇒ ``rhs`` when every guard holds and every ``given`` term exists in the e-graph (and
+    ``rhs`` ⇒ ``lhs`` too if ``bidirectional``). A given term binds variables the pattern cannot reach:
+    another term of the program this one's equality depends on."""
 
     name: str
     lhs: Expr
@@ -388,10 +390,15 @@ class DslRule:
     family: str = "user"
     doc: str = ""
     bidirectional: bool = False
+    given: list = field(default_factory=list)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise RuleError(f"rule name {self.name!r} must be an identifier")
+        if self.given and self.bidirectional:
+            raise RuleError(f"rule {self.name!r}: given=[...] binds variables for one direction only")
+        if not all(isinstance(g, Call) for g in self.given):
+            raise RuleError(f"rule {self.name!r}: given=[...] takes terms such as `split(x, s, d)`")
         for side, t in (("pattern", self.lhs), ("replacement", self.rhs)):
             if not isinstance(t, Expr) or t.sort != TENSOR:
                 raise RuleError(f"rule {self.name!r}: the {side} must be a tensor term, got {t!r}")
@@ -411,8 +418,8 @@ class DslRule:
 
 
 def rewrite(name: str, lhs: Expr, rhs: Expr, when: Iterable[Guard] = (), family: str = "user",
-            doc: str = "") -> DslRule:
-    return DslRule(name, lhs, rhs, list(when), family, doc)
+            doc: str = "", given: Iterable[Expr] = ()) -> DslRule:
+    return DslRule(name, lhs, rhs, list(when), family, doc, given=list(given))
 
 
 def birewrite(name: str, lhs: Expr, rhs: Expr, when: Iterable[Guard] = (), family: str = "user",

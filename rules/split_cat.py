@@ -23,8 +23,8 @@ unbound = pieces(S, each=lambda p: squeeze(p, d))    # x.unbind(d), as lowering 
 unflat = reshape(x, splice(x.shape, d, [n, k]))      # x.unflatten(d, (n, k)): piece index at d
 
 
-def _r(name, lhs, rhs, *when, doc=""):
-    return rewrite(name, lhs, rhs, when, family="split_cat", doc=doc)
+def _r(name, lhs, rhs, *when, doc="", given=()):
+    return rewrite(name, lhs, rhs, when, family="split_cat", doc=doc, given=given)
 
 
 SPLIT_CAT_DSL = [
@@ -32,6 +32,11 @@ SPLIT_CAT_DSL = [
        doc="remove_split_with_size_one: a split into one section is its input"),
     _r("merge_splits", split(S[i], t, d)[j], split(x, splice(s, i, t), d)[i + j],
        doc="merge_splits: a split of a split piece on the same dim is one split of the input"),
+    # ... and the outer split's other pieces are pieces of the merged split too, so it can die
+    _r("merge_splits_before", S[j], split(x, splice(s, i, t), d)[j], j < i, given=[split(S[i], t, d)],
+       doc="merge_splits: a piece before the re-split one is the same piece of the merged split"),
+    _r("merge_splits_after", S[j], split(x, splice(s, i, t), d)[j + t.len() - 1], j > i, given=[split(S[i], t, d)],
+       doc="merge_splits: a piece after the re-split one is shifted by the re-split's extra pieces"),
     _r("cat_split_all", cat(pieces(S), d), x,
        doc="mutate_cat / split_cat: cat of every piece, in order, on the split dim is the input"),
     _r("cat_split_other_dim", cat(pieces(S), c),
@@ -142,6 +147,28 @@ CAT_NARROW_RUN = Rule(
     ("(rule ((CatCell l d) (= l (TCons (Narrow x d a n) (TCons (Narrow x d b m) r))) (= b (+ a n)))"
      " ((RunAlt l d (TCons (Narrow x d a (+ n m)) r))))",),
     CAT_CONTEXT,
+    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
+)
+
+# A run of m copies of one tensor a in a cat on d is a repeated along d: unsqueezed at d, expanded to m
+# there, the two dims flattened (the View's shape pins that form, so a run only grows from its own cells).
+# A split's backward concatenates a zero fill for every unused piece (one tensor: AOTAutograd's CSE), so
+# its unused trailing pieces cost one loop nest, as after Optimus' merge of unused split pieces.
+def _repeat(e: str, m: str) -> str:
+    return f"(View (Expand (Unsqueeze a d) {e}) (vec-set sa d (* {m} (vec-get sa d))))"
+
+
+CAT_REPEAT_RUN = Rule(
+    "cat_repeat_run", "split_cat",
+    "the split-backward form of merging unused split pieces: adjacent copies of one tensor anywhere"
+    " inside a cat become one view of it repeated along the cat dim",
+    (f"(rule ((CatCell l d) (= l (TCons a (TCons a r))) (= sa (shape a))) ((insert-demand sa d 2)) {_A})",
+     "(rule ((CatCell l d) (= l (TCons a (TCons a r))) (= sa (shape a)) (= e (insert sa d 2)))"
+     f" ((RunAlt l d (TCons {_repeat('e', '2')} r))))",
+     "(rule ((CatCell l d) (= l (TCons (View (Expand (Unsqueeze a d) e) v) (TCons a r))) (= sa (shape a))"
+     f" (= m (vec-get e d)) (= v (vec-set sa d (* m (vec-get sa d)))))"
+     f" ((RunAlt l d (TCons {_repeat('(vec-set e d (+ m 1))', '(+ m 1)')} r))))"),
+    CAT_CONTEXT + DERIVED["insert"].decls,
     rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )
 
@@ -280,5 +307,5 @@ UNBIND_STACK_RUN = _run_rule(
     "UnbindStackRun", lambda i: f"(Unsqueeze (Squeeze (Get S {i}) d) c)", "", "(= k 1)",
     {"p": ("movedim-perm", "(vec-length sx) d c")}, "(Permute (Narrow x d a m) p)", stack=True)
 
-SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN,
+SPLIT_CAT_HAND = [CAT_SPLIT_RUN, CAT_NARROW_RUN, CAT_REPEAT_RUN, CAT_SPLIT_RUN_OTHER_DIM, STACK_SPLIT_RUN, UNBIND_CAT_RUN,
                   UNBIND_STACK_RUN]

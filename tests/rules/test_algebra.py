@@ -8,7 +8,7 @@ MUL = '(Binary "mul" {} {})'
 S = f"(Split $x {vec(2, 4)} 1)"
 
 
-XW, YY0 = f"(Cat {tl('$x', '$w')} 1)", f"(Cat {tl('$y', '$y')} 0)"
+XW, YN0 = f"(Cat {tl('$x', '$w')} 1)", f"(Cat {tl('$y', '(Narrow $x 1 0 2)')} 0)"  # two cells: no repeat run
 EXP_Y, EXP_Z = '(Unary "exp" $y)', '(Unary "exp" $z)'
 SPLIT_RELU = f"(Split {RELU.format('$x')} {vec(2, 4)} 1)"
 
@@ -85,8 +85,8 @@ NEGATIVE = [  # (name, term, a form it must not become, rules that must not fire
      mul(f"(Cat {tl('$x', '$y')} 1)", f"(Cat {tl('$b1', '$y')} 1)"), ["cat_binary_same"]),
     ("cat_different_scalars", f"(Cat {tl(mul('$x', '$s0'), mul('$y', '$s1'))} 1)",
      mul(f"(Cat {tl('$x', '$y')} 1)", "$s0"), ["cat_binary_scalar"]),
-    ("inner_cat_other_dim", f"(Cat {tl('$y', YY0)} 1)",
-     f"(Cat {tl('$y', '$y', '$y')} 1)", ["cat_flatten"]),
+    ("inner_cat_other_dim", f"(Cat {tl('$y', YN0)} 1)",
+     f"(Cat {tl('$y', '$y', '(Narrow $x 1 0 2)')} 1)", ["cat_flatten"]),
     ("stack_different_ops", f"(Stack {tl(relu('$x'), EXP_Z)} 0)", relu(f"(Stack {tl('$x', '$z')} 0)"),
      ["stack_unary"]),
     ("unsqueeze_other_dim", "(Unsqueeze (Squeeze $b1 1) 0)", "$b1", ["unsqueeze_squeeze"]),

@@ -21,6 +21,19 @@ def test_a_rule_compiles_to_one_egglog_rule():
     assert any(decl.startswith("(relation Pieces_") for decl in r.decls)
 
 
+def test_given_terms_bind_what_the_pattern_cannot_reach():
+    """merge_splits_before's shape: the rewritten piece's rule reads another piece's re-split."""
+    t, i = ivec("t"), ints("i")
+    S = split(x, s, d)
+    piece = split(S[i], t, d)
+    with pytest.raises(RuleError, match="replacement uses i, t"):
+        rewrite("g", S[a], split(x, t, d)[i], when=[a < i]).compile()
+    (cmd,) = rewrite("g", S[a], split(x, t, d)[i], when=[a < i], given=[piece]).compile().commands
+    assert "(= _given0 (Split (Get (Split x s d) i) t d))" in cmd and "(< a i)" in cmd
+    with pytest.raises(RuleError, match="one direction only"):
+        rules.dsl.DslRule("g", S[a], S[a], given=[piece], bidirectional=True)
+
+
 def test_guards_and_shapes_become_query_facts():
     r = rewrite("g", narrow(x, d, a, n), x, when=[x.shape[d] % 8 == 0, x.dtype == y.dtype]).compile
     with pytest.raises(RuleError, match="'g'.*guard uses y"):

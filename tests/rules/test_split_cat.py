@@ -104,3 +104,55 @@ def test_many_runs_in_one_cat_stay_bounded():
     merged = [item for k in range(16) for item in (f"(Narrow {'$x' if k % 2 == 0 else '$z'} 1 0 4)", "$y",
                                                      pieces(S if k % 2 == 0 else f"(Split $z {vec(2, 2, 2)} 1)", 3)[2])]
     assert g.same("$t", f"(Cat {tl(*merged)} 1)")
+
+
+MERGED = f"(Split $x {vec(2, 1, 1, 2)} 1)"    # S with its middle piece re-split in two
+
+
+def test_outer_pieces_of_a_merged_split_are_the_merged_splits_pieces():
+    """merge_splits_before/after: the pieces around the re-split one become pieces of the merged split,
+    so the outer split can die (issue 18: Optimus' merge_splits leaves one split)."""
+    g = Case(["merge_splits", "merge_splits_before", "merge_splits_after"]).let(
+        "inner", f"(Get (Split {P[1]} {vec(1, 1)} 1) 0)").let("a", P[0]).let("c", P[2]).run()
+    assert g.fired.get("merge_splits_before") and g.fired.get("merge_splits_after"), g.fired
+    assert g.same("$a", f"(Get {MERGED} 0)") and g.same("$c", f"(Get {MERGED} 3)")
+    assert g.same("$inner", f"(Get {MERGED} 1)")
+
+
+@pytest.mark.parametrize("inner", [f"(Split {P[1]} {vec(2, 2)} 0)", f"(Split (Get (Split $z {vec(2, 2, 2)} 1) 1) {vec(1, 1)} 1)"],
+                         ids=["inner_split_other_dim", "inner_split_of_another_input"])
+def test_outer_pieces_stay_without_a_same_dim_re_split(inner):
+    """A re-split on another dim, or of another input's split piece, merges nothing into x's split."""
+    g = Case().let("inner", f"(Get {inner} 0)").let("a", P[0]).let("c", P[2]).run()
+    assert not g.same("$a", f"(Get {MERGED} 0)") and not g.same("$c", f"(Get {MERGED} 3)")
+
+
+def _repeated(t: str, m: int, d: int = 1) -> str:
+    """``t`` (4, 2) repeated m times along ``d``: unsqueezed, expanded, flattened."""
+    e, v = [4, 2], [4, 2]
+    e.insert(d, m)
+    v[d] *= m
+    return f"(View (Expand (Unsqueeze {t} {d}) {vec(*e)}) {vec(*v)})"
+
+
+@pytest.mark.parametrize("cells, expected", [
+    (["$y", "$y", "$y"], [_repeated("$y", 3)]),
+    (["$w", "$y", "$y", "$w"], ["$w", _repeated("$y", 2), "$w"]),
+    (["$y", "$y", "$w", "$y", "$y", "$y", "$y"], [_repeated("$y", 2), "$w", _repeated("$y", 4)]),
+], ids=["whole", "inside", "two_runs"])
+def test_cat_repeat_run_fires_and_unions(cells, expected):
+    """A split's backward concatenates one zero fill for every unused piece: a run of it is one cell."""
+    g = Case(["cat_repeat_run"]).let("t", f"(Cat {tl(*cells)} 1)").run()
+    assert g.fired.get("cat_repeat_run"), g.fired
+    assert g.same("$t", f"(Cat {tl(*expected)} 1)")
+    assert g.shape("$t") == g.shape(f"(Cat {tl(*expected)} 1)")
+
+
+@pytest.mark.parametrize("cells, forbidden", [
+    (["$y", "(Narrow $x 1 0 2)", "$y"], [_repeated("$y", 2), "(Narrow $x 1 0 2)"]),
+    # y with every column repeated (unsqueezed after the cat dim) is no run of y: it must not grow
+    ([f"(View (Expand (Unsqueeze $y 2) {vec(4, 2, 2)}) {vec(4, 4)})", "$y"], [_repeated("$y", 3)]),
+], ids=["not_adjacent", "interleaved"])
+def test_cat_repeat_run_near_miss_is_left_alone(cells, forbidden):
+    g = Case().let("t", f"(Cat {tl(*cells)} 1)").run()
+    assert not g.same("$t", f"(Cat {tl(*forbidden)} 1)")

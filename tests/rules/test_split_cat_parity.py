@@ -201,3 +201,25 @@ def test_stack_of_every_piece_in_order_is_left_to_the_whole_split_rules(items):
     (a 64-piece batch stack would otherwise cost seconds of saturation)."""
     g = Case().let("t", f"(Stack {items} 0)").run()
     assert not {"stack_split_run", "unbind_stack_run"} & set(g.fired), g.fired
+
+
+def _split_backward_like(t):
+    """The backward of a split whose pieces 2 and 4.. are unused: the used pieces' gradients between
+    copies of one zero fill (AOTAutograd's CSE keeps one)."""
+    z = torch.zeros(2, 4, 8)
+    return torch.cat([t[:, :4].sin(), z, z, t[:, 4:8].cos(), z, z, z], 1)
+
+
+def test_zero_fills_in_a_cat_become_one_repeated_cell_forward_and_backward():
+    """cat_repeat_run: each run of the fill is one view (the CPU model saves a loop nest per fill
+    merged); the split_getitems_out_of_order training step's backward gets 8 kernels, Optimus' count."""
+    t = torch.randn(2, 8, 8, requires_grad=True)
+    te = t.detach().clone().requires_grad_()
+    out, report = _eqsat(_split_backward_like, t)
+    want = _split_backward_like(te)
+    torch.testing.assert_close(out, want)
+    w = torch.randn_like(want)
+    (out * w).sum().backward()
+    (want * w).sum().backward()
+    torch.testing.assert_close(t.grad, te.grad)
+    assert report.rules_used.get("cat_repeat_run"), report.summary()

@@ -11,13 +11,14 @@ rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to ever
 from eqsat.rule import Rule
 from eqsat.schema import ANALYSIS
 
-from .dsl import (binary, cat, each, insert, ints, ivecs, log_softmax, narrow, opkey, reshape, rewrite,
-                  softmax, split, squeeze, stack, tensor, tlists, unary, unsqueeze)
+from .dsl import (binary, cat, contiguous, each, insert, ints, ivecs, lead_perm, log_softmax, narrow, opkey,
+                  permute, repeat, reshape, rewrite, softmax, splice, split, squeeze, stack, tensor, tlists,
+                  unary, unsqueeze)
 
 x, y = tensor("x"), tensor("y")
 f = opkey("f")
 d, a, m, i, e = ints("d a m i e")
-s = ivecs("s")
+s, t, p = ivecs("s t p")
 as_, bs = tlists("as bs")
 
 
@@ -66,7 +67,41 @@ VIEW_RULES = [
        doc="squeeze (of a size-1 dim) is a reshape, so it folds into view chains"),
 ]
 
-ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES
+
+
+# Attention's head split: each of k equal pieces of x along d is reshaped, splitting d into (heads,
+# head_dim) = (t[d], t[d+1]), permuted and copied (the Aten graph of a matmul on head views). The pieces
+# are the k slices along a new outermost axis of one copy of x, viewed with d as (k, heads, head_dim) and
+# permuted the same way: every piece of one split, of one permutation, selects from the same copy, so
+# one kernel writes all of them. A select along dim 0 of a contiguous tensor is contiguous: each piece
+# keeps its layout, and later reshapes stay views. (index, length, pieces, slice) of each way to slice.
+HEAD_SLICES = [
+    ("split", lambda: (i, s[0], s.len(), split(x, s, d)[i]), lambda: [s == repeat(s.len(), s[0])]),
+    ("narrow", lambda: (a // m, m, x.shape[d] // m, narrow(x, d, a, m)),
+     lambda: [a % m == 0, x.shape[d] % m == 0]),
+]
+
+
+def _head_split_copy(name, cut, aligned):
+    k, length, n, piece = cut()
+    heads = [t[d], t[d + 1]]
+    return _r(f"head_split_copy_{name}", contiguous(permute(reshape(piece, t), p)),
+              squeeze(narrow(contiguous(permute(reshape(x, splice(x.shape, d, [n] + heads)), lead_perm(p, d))),
+                             0, k, 1), 0),
+              *aligned(), t == splice(piece.shape, d, heads),
+              doc="copy(permute(reshape(piece k of x, d → (h, e)), p)) = copy(permute(reshape(x, d → (n, h, e)),"
+                  " [d] + p))[k]: the pieces of x share one copy")
+
+
+HEAD_RULES = [_head_split_copy(name, cut, aligned) for name, cut, aligned in HEAD_SLICES] + [
+    _r("transpose_out_of_copy", reshape(contiguous(permute(y, [0, 1, 3, 2])), s),
+       permute(reshape(contiguous(y), [s[0], s[2], s[1]]), [0, 2, 1]),
+       s == [y.shape[0] * y.shape[1], y.shape[3], y.shape[2]],
+       doc="a batch of transposed matrices, copied and flattened to (b, n, m), is the flattened copy"
+           " transposed: the copy keeps the untransposed layout (attention's k, to share the q/v copy)"),
+]
+
+ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES + HEAD_RULES
 
 # -- cat of cat on the same dim: hand-written (the result appends two lists) ---------------------------
 _A = f":ruleset {ANALYSIS}"

@@ -69,31 +69,39 @@ VIEW_RULES = [
 
 
 
-# Attention's head split: each of k equal pieces of x along d is reshaped, splitting d into (heads,
-# head_dim) = (t[d], t[d+1]), permuted and copied (the Aten graph of a matmul on head views). The pieces
-# are the k slices along a new outermost axis of one copy of x, viewed with d as (k, heads, head_dim) and
-# permuted the same way: every piece of one split, of one permutation, selects from the same copy, so
-# one kernel writes all of them. A select along dim 0 of a contiguous tensor is contiguous: each piece
-# keeps its layout, and later reshapes stay views. (index, length, pieces, slice) of each way to slice.
+# Attention's head split: each of n equal pieces of x along d is reshaped so that d becomes (heads,
+# head_dim), permuted and copied (the Aten graph of a matmul on head views). The pieces are the n slices
+# along a new outermost axis of one copy of x, reshaped with d as (n, heads, head_dim) and permuted the
+# same way: every piece of one split, of one permutation, selects from the same copy, so one kernel
+# writes all of them. A select along dim 0 of a contiguous tensor is contiguous: each piece keeps its
+# layout, and later reshapes stay views.
+# The slices: (index, length, pieces, slice, guard: equal aligned pieces).
 HEAD_SLICES = [
-    ("split", lambda: (i, s[0], s.len(), split(x, s, d)[i]), lambda: [s == repeat(s.len(), s[0])]),
-    ("narrow", lambda: (a // m, m, x.shape[d] // m, narrow(x, d, a, m)),
-     lambda: [a % m == 0, x.shape[d] % m == 0]),
+    ("split", lambda: (i, s[0], s.len(), split(x, s, d)[i], [s == repeat(s.len(), s[0])])),
+    ("narrow", lambda: (a // m, m, x.shape[d] // m, narrow(x, d, a, m), [a % m == 0, x.shape[d] % m == 0])),
+]
+# The reshapes of a piece (to t): (case, guard, shape of x with the pieces' axis, where that axis is);
+# each guard bounds t's length before it reads t (an action's vec-get out of range is a panic).
+# "inner": only d is split, into (t[d], t[d+1]). "last": d is x's last dim and ends t as (t[-2], t[-1]);
+# the dims before it may be reshaped too (q/k/v from one (B·T, 3C) matmul viewed as (B, T, H, D)).
+HEAD_RESHAPES = [
+    ("inner", lambda piece, n, length: [t.len() == x.ndim + 1, t == splice(piece.shape, d, [t[d], t[d + 1]])],
+     lambda n: splice(x.shape, d, [n, t[d], t[d + 1]]), lambda: d),
+    ("last", lambda piece, n, length: [d == x.ndim - 1, t.len() >= 2, t[t.len() - 2] * t[t.len() - 1] == length],
+     lambda n: insert(t, t.len() - 2, n), lambda: t.len() - 2),
 ]
 
 
-def _head_split_copy(name, cut, aligned):
-    k, length, n, piece = cut()
-    heads = [t[d], t[d + 1]]
-    return _r(f"head_split_copy_{name}", contiguous(permute(reshape(piece, t), p)),
-              squeeze(narrow(contiguous(permute(reshape(x, splice(x.shape, d, [n] + heads)), lead_perm(p, d))),
-                             0, k, 1), 0),
-              *aligned(), t == splice(piece.shape, d, heads),
-              doc="copy(permute(reshape(piece k of x, d → (h, e)), p)) = copy(permute(reshape(x, d → (n, h, e)),"
-                  " [d] + p))[k]: the pieces of x share one copy")
+def _head_split_copy(slice_name, cut, reshape_name, reshaped, whole_shape, axis):
+    k, length, n, piece, aligned = cut()
+    whole = contiguous(permute(reshape(x, whole_shape(n)), lead_perm(p, axis())))
+    return _r(f"head_split_copy_{slice_name}_{reshape_name}", contiguous(permute(reshape(piece, t), p)),
+              squeeze(narrow(whole, 0, k, 1), 0), *aligned, *reshaped(piece, n, length),
+              doc="copy(permute(reshape(piece k of n of x, d → (h, e)), p)) ="
+                  " copy(permute(reshape(x, d → (n, h, e)), [d] + p))[k]: the pieces share one copy")
 
 
-HEAD_RULES = [_head_split_copy(name, cut, aligned) for name, cut, aligned in HEAD_SLICES] + [
+HEAD_RULES = [_head_split_copy(sname, cut, *case) for sname, cut in HEAD_SLICES for case in HEAD_RESHAPES] + [
     _r("transpose_out_of_copy", reshape(contiguous(permute(y, [0, 1, 3, 2])), s),
        permute(reshape(contiguous(y), [s[0], s[2], s[1]]), [0, 2, 1]),
        s == [y.shape[0] * y.shape[1], y.shape[3], y.shape[2]],

@@ -101,12 +101,12 @@ def _head_split_copy(slice_name, cut, reshape_name, reshaped, whole_shape, axis)
                   " copy(permute(reshape(x, d → (n, h, e)), [d] + p))[k]: the pieces share one copy")
 
 
+_b, _n, _m = y.shape[0] * y.shape[1], y.shape[2], y.shape[3]  # y: (B, H, n, m) → (B·H, n, m) matrices
 HEAD_RULES = [_head_split_copy(sname, cut, *case) for sname, cut in HEAD_SLICES for case in HEAD_RESHAPES] + [
-    _r("transpose_out_of_copy", reshape(contiguous(permute(y, [0, 1, 3, 2])), s),
-       permute(reshape(contiguous(y), [s[0], s[2], s[1]]), [0, 2, 1]),
-       s == [y.shape[0] * y.shape[1], y.shape[3], y.shape[2]],
-       doc="a batch of transposed matrices, copied and flattened to (b, n, m), is the flattened copy"
-           " transposed: the copy keeps the untransposed layout (attention's k, to share the q/v copy)"),
+    _r("transpose_out_of_copy", reshape(contiguous(permute(y, [0, 1, 3, 2])), [_b, _m, _n]),
+       permute(reshape(contiguous(y), [_b, _n, _m]), [0, 2, 1]),
+       doc="a batch of transposed matrices, copied and flattened to (b, m, n), is the flattened copy"
+           " transposed: the copy keeps y's layout (attention's k, so it shares the q/v copy)"),
 ]
 
 ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES + HEAD_RULES

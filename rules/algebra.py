@@ -11,7 +11,7 @@ rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to ever
 from eqsat.rule import Rule
 from eqsat.schema import ANALYSIS
 
-from .dsl import (binary, cat, contiguous, each, insert, ints, ivecs, lead_perm, log_softmax, narrow, opkey,
+from .dsl import (binary, cat, contiguous, each, gather, insert, ints, ivecs, lead_perm, log_softmax, narrow, opkey,
                   permute, repeat, reshape, rewrite, softmax, splice, split, squeeze, stack, tensor, tlists,
                   unary, unsqueeze)
 
@@ -101,12 +101,16 @@ def _head_split_copy(slice_name, cut, reshape_name, reshaped, whole_shape, axis)
                   " copy(permute(reshape(x, d → (n, h, e)), [d] + p))[k]: the pieces share one copy")
 
 
-_b, _n, _m = y.shape[0] * y.shape[1], y.shape[2], y.shape[3]  # y: (B, H, n, m) → (B·H, n, m) matrices
+# k: (B, H, D, T) = permute(z, q), copied and flattened to (B·H, D, T) matrices for a bmm, is the copy in
+# the transposed order permute(z, q ∘ (2 3)) = (B, H, T, D), flattened and transposed back: one copy
+# either way, and now in q's and v's layout, so head_split_copy serves it from their copy. Only when the
+# swap puts z's last dim back last (q moved it to third): one direction, no cycle.
+_zq = permute(y, p)
+_b, _m, _n = _zq.shape[0] * _zq.shape[1], _zq.shape[2], _zq.shape[3]
 HEAD_RULES = [_head_split_copy(sname, cut, *case) for sname, cut in HEAD_SLICES for case in HEAD_RESHAPES] + [
-    _r("transpose_out_of_copy", reshape(contiguous(permute(y, [0, 1, 3, 2])), [_b, _m, _n]),
-       permute(reshape(contiguous(y), [_b, _n, _m]), [0, 2, 1]),
-       doc="a batch of transposed matrices, copied and flattened to (b, m, n), is the flattened copy"
-           " transposed: the copy keeps y's layout (attention's k, so it shares the q/v copy)"),
+    _r("transpose_out_of_copy", reshape(contiguous(_zq), [_b, _m, _n]),
+       permute(reshape(contiguous(permute(y, gather(p, [0, 1, 3, 2]))), [_b, _n, _m]), [0, 2, 1]), p.len() == 4, p[2] == 3,
+       doc="copy(permute(z, q)) flattened to matrices = (copy(permute(z, q then swap the last two)) flattened)ᵀ"),
 ]
 
 ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES + HEAD_RULES

@@ -47,9 +47,11 @@ def test_pieces_of_a_flattened_projection_reshaped_to_heads():
     assert g.same("$t", select(f"(Contiguous (Permute (View $b {vec(2, 3, 3, 2, 2)}) {vec(2, 0, 3, 1, 4)}))", 1))
 
 
-def test_transposed_piece_shares_the_copy_through_a_transposed_view():
-    """k: transposed before its copy, then flattened to (B·H, D, T) for a bmm."""
-    k = f"(View (Contiguous (Permute (Permute (View {SPLIT.format(1)} {HEADS}) {BHTD}) {vec(0, 1, 3, 2)})) {vec(4, 2, 3)})"
+@pytest.mark.parametrize("k_perm", [f"(Permute (Permute {{}} {BHTD}) {vec(0, 1, 3, 2)})", f"(Permute {{}} {vec(0, 2, 3, 1)})"],
+                         ids=["two_permutes", "one_permute"])
+def test_transposed_piece_shares_the_copy_through_a_transposed_view(k_perm):
+    """k: transposed before its copy (as two permutes, or one), then flattened to (B·H, D, T) for a bmm."""
+    k = f"(View (Contiguous {k_perm.format(f'(View {SPLIT.format(1)} {HEADS})')}) {vec(4, 2, 3)})"
     g = case().let("t", k).run()
     assert g.fired.get("transpose_out_of_copy"), g.fired
     assert g.same("$t", f"(Permute (View {select(WHOLE, 1)} {vec(4, 3, 2)}) {vec(0, 2, 1)})")
@@ -63,7 +65,7 @@ NEGATIVE = [  # (name, term, rules that must not fire)
     ("unequal_split", head_copy(f"(Get (Split $a {vec(4, 8)} 2) 0)"), HEAD_RULES),
     ("reshape_mixing_the_split_dim_with_another", head_copy(SPLIT.format(0), vec(0, 2, 1), vec(2, 6, 2)),
      HEAD_RULES),
-    ("transpose_of_other_dims", f"(View (Contiguous (Permute (View {SPLIT.format(1)} {HEADS}) {BHTD})) {vec(4, 3, 2)})",
+    ("copy_flattened_in_the_middle", f"(View (Contiguous (Permute (View {SPLIT.format(1)} {HEADS}) {BHTD})) {vec(2, 6, 2)})",
      ["transpose_out_of_copy"]),
     ("transposed_copy_not_flattened_to_matrices",
      f"(View (Contiguous (Permute (View {SPLIT.format(1)} {HEADS}) {vec(0, 1, 3, 2)})) {vec(2, 3, 4)})",

@@ -14,7 +14,7 @@ from functorch.compile import make_boxed_func
 from bench.models import REGISTRY
 from eqsat.cost import CostModel
 from fx_bridge import eqsat_backend, torch_compat
-from fx_bridge.inductor_metrics import capture_output_code, launch_counts
+from fx_bridge.inductor_metrics import capture_output_code, inductor_config_patch, launch_counts
 from fx_bridge.pipeline import Options
 from fx_bridge.post_grad import EqsatPostGradPass
 
@@ -78,8 +78,9 @@ def test_gpt2_block_under_the_gpu_model_copies_each_projection_once():
 
 
 def _inductor(model, x, backend):
+    """Launches and parallel loop nests of a cold compile (a cached graph would skip our pass)."""
     torch_compat.reset_dynamo()
-    with torch.no_grad(), capture_output_code() as code:
+    with inductor_config_patch("inductor"), torch.no_grad(), capture_output_code() as code:
         out = torch.compile(model, backend=backend)(x)
     torch.testing.assert_close(out, model(x))
     return launch_counts(code), "".join(code).count("#pragma omp for")

@@ -101,16 +101,17 @@ def _head_split_copy(slice_name, cut, reshape_name, reshaped, whole_shape, axis)
                   " copy(permute(reshape(x, d → (n, h, e)), [d] + p))[k]: the pieces share one copy")
 
 
-# k: (B, H, D, T) = permute(z, q), copied and flattened to (B·H, D, T) matrices for a bmm, is the copy in
-# the transposed order permute(z, q ∘ (2 3)) = (B, H, T, D), flattened and transposed back: one copy
-# either way, and now in q's and v's layout, so head_split_copy serves it from their copy. Only when the
-# swap puts z's last dim back last (q moved it to third): one direction, no cycle.
-_zq = permute(y, p)
-_b, _m, _n = _zq.shape[0] * _zq.shape[1], _zq.shape[2], _zq.shape[3]
+# k: (B, H, D, T) = permute(y, p), copied and flattened to (B·H, D, T) matrices for a bmm, is the copy in
+# the order p then swap the last two, (B, H, T, D), flattened and transposed back: one copy either way,
+# and now in q's and v's layout, so head_split_copy serves it from their copy. Only when the swap puts
+# y's last dim back last (p moved it to third): one direction, no cycle.
+_yp = permute(y, p)
+_b, _m, _n = _yp.shape[0] * _yp.shape[1], _yp.shape[2], _yp.shape[3]
 HEAD_RULES = [_head_split_copy(sname, cut, *case) for sname, cut in HEAD_SLICES for case in HEAD_RESHAPES] + [
-    _r("transpose_out_of_copy", reshape(contiguous(_zq), [_b, _m, _n]),
-       permute(reshape(contiguous(permute(y, gather(p, [0, 1, 3, 2]))), [_b, _n, _m]), [0, 2, 1]), p.len() == 4, p[2] == 3,
-       doc="copy(permute(z, q)) flattened to matrices = (copy(permute(z, q then swap the last two)) flattened)ᵀ"),
+    _r("transpose_out_of_copy", reshape(contiguous(_yp), [_b, _m, _n]),
+       permute(reshape(contiguous(permute(y, gather(p, [0, 1, 3, 2]))), [_b, _n, _m]), [0, 2, 1]),
+       p.len() == 4, p[2] == 3,
+       doc="copy(permute(y, p)) flattened to matrices = (copy(permute(y, p then swap the last two)) flattened)ᵀ"),
 ]
 
 ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES + HEAD_RULES

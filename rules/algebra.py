@@ -11,13 +11,14 @@ rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to ever
 from eqsat.rule import Rule
 from eqsat.schema import ANALYSIS
 
-from .dsl import (binary, cat, each, insert, ints, ivecs, log_softmax, narrow, opkey, reshape, rewrite,
-                  softmax, split, squeeze, stack, tensor, tlists, unary, unsqueeze)
+from .dsl import (binary, cat, contiguous, each, gather, insert, ints, ivecs, lead_perm, log_softmax, narrow, opkey,
+                  permute, repeat, reshape, rewrite, softmax, splice, split, squeeze, stack, tensor, tlists,
+                  unary, unsqueeze)
 
 x, y = tensor("x"), tensor("y")
 f = opkey("f")
 d, a, m, i, e = ints("d a m i e")
-s = ivecs("s")
+s, t, p = ivecs("s t p")
 as_, bs = tlists("as bs")
 
 
@@ -66,7 +67,54 @@ VIEW_RULES = [
        doc="squeeze (of a size-1 dim) is a reshape, so it folds into view chains"),
 ]
 
-ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES
+
+
+# Attention's head split: each of n equal pieces of x along d is reshaped so that d becomes (heads,
+# head_dim), permuted and copied (the Aten graph of a matmul on head views). The pieces are the n slices
+# along a new outermost axis of one copy of x, reshaped with d as (n, heads, head_dim) and permuted the
+# same way: every piece of one split, of one permutation, selects from the same copy, so one kernel
+# writes all of them. A select along dim 0 of a contiguous tensor is contiguous: each piece keeps its
+# layout, and later reshapes stay views.
+# The slices: (index, length, pieces, slice, guard: equal aligned pieces).
+HEAD_SLICES = [
+    ("split", lambda: (i, s[0], s.len(), split(x, s, d)[i], [s == repeat(s.len(), s[0])])),
+    ("narrow", lambda: (a // m, m, x.shape[d] // m, narrow(x, d, a, m), [a % m == 0, x.shape[d] % m == 0])),
+]
+# The reshapes of a piece (to t): (case, guard, shape of x with the pieces' axis, where that axis is);
+# each guard bounds t's length before it reads t (an action's vec-get out of range is a panic).
+# "inner": only d is split, into (t[d], t[d+1]). "last": d is x's last dim and ends t as (t[-2], t[-1]);
+# the dims before it may be reshaped too (q/k/v from one (B·T, 3C) matmul viewed as (B, T, H, D)).
+HEAD_RESHAPES = [
+    ("inner", lambda piece, n, length: [t.len() == x.ndim + 1, t == splice(piece.shape, d, [t[d], t[d + 1]])],
+     lambda n: splice(x.shape, d, [n, t[d], t[d + 1]]), lambda: d),
+    ("last", lambda piece, n, length: [d == x.ndim - 1, t.len() >= 2, t[t.len() - 2] * t[t.len() - 1] == length],
+     lambda n: insert(t, t.len() - 2, n), lambda: t.len() - 2),
+]
+
+
+def _head_split_copy(slice_name, cut, reshape_name, reshaped, whole_shape, axis):
+    k, length, n, piece, aligned = cut()
+    whole = contiguous(permute(reshape(x, whole_shape(n)), lead_perm(p, axis())))
+    return _r(f"head_split_copy_{slice_name}_{reshape_name}", contiguous(permute(reshape(piece, t), p)),
+              squeeze(narrow(whole, 0, k, 1), 0), *aligned, *reshaped(piece, n, length),
+              doc="copy(permute(reshape(piece k of n of x, d → (h, e)), p)) ="
+                  " copy(permute(reshape(x, d → (n, h, e)), [d] + p))[k]: the pieces share one copy")
+
+
+# k: (B, H, D, T) = permute(y, p), copied and flattened to (B·H, D, T) matrices for a bmm, is the copy in
+# the order p then swap the last two, (B, H, T, D), flattened and transposed back: one copy either way,
+# and now in q's and v's layout, so head_split_copy serves it from their copy. Only when the swap puts
+# y's last dim back last (p moved it to third): one direction, no cycle.
+_yp = permute(y, p)
+_b, _m, _n = _yp.shape[0] * _yp.shape[1], _yp.shape[2], _yp.shape[3]
+HEAD_RULES = [_head_split_copy(sname, cut, *case) for sname, cut in HEAD_SLICES for case in HEAD_RESHAPES] + [
+    _r("transpose_out_of_copy", reshape(contiguous(_yp), [_b, _m, _n]),
+       permute(reshape(contiguous(permute(y, gather(p, [0, 1, 3, 2]))), [_b, _n, _m]), [0, 2, 1]),
+       p.len() == 4, p[2] == 3,
+       doc="copy(permute(y, p)) flattened to matrices = (copy(permute(y, p then swap the last two)) flattened)ᵀ"),
+]
+
+ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES + HEAD_RULES
 
 # -- cat of cat on the same dim: hand-written (the result appends two lists) ---------------------------
 _A = f":ruleset {ANALYSIS}"

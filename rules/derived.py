@@ -76,6 +76,18 @@ _GATHER = _fn("gather", "IVec IVec", "IVec") + _fn("gather-acc", "IVec IVec i64"
     f" (>= j 0) (< j (vec-length p))) ((set (gather-acc p q k) (vec-push a (vec-get p j)))) {_A})",
     f"(rule ((gather-demand p q) (= a (gather-acc p q (vec-length q)))) ((set (gather p q) a)) {_A})",
 ]
+# lead-perm p d = [d] + [j + (j >= d) for j in p]: p acting on a tensor with a new axis at d, that axis
+# moved first (one copy of a tensor whose split axis is outermost; rules.algebra.head_split_copy).
+_LEAD_PERM = _fn("lead-perm", "IVec i64", "IVec") + _fn("lead-perm-acc", "IVec i64 i64", "IVec") + [
+    f"(rule ((lead-perm-demand p d)) ((lead-perm-acc-demand p d (vec-length p))) {_A})",
+    f"(rule ((lead-perm-acc-demand p d k) (<= k 0)) ((set (lead-perm-acc p d k) (vec-of d))) {_A})",
+    f"(rule ((lead-perm-acc-demand p d k) (> k 0) (<= k (vec-length p))) ((lead-perm-acc-demand p d (- k 1))) {_A})",
+    f"(rule ((lead-perm-acc-demand p d k) (> k 0) (= a (lead-perm-acc p d (- k 1))) (= j (vec-get p (- k 1)))"
+    f" (< j d)) ((set (lead-perm-acc p d k) (vec-push a j))) {_A})",
+    f"(rule ((lead-perm-acc-demand p d k) (> k 0) (= a (lead-perm-acc p d (- k 1))) (= j (vec-get p (- k 1)))"
+    f" (>= j d)) ((set (lead-perm-acc p d k) (vec-push a (+ j 1)))) {_A})",
+    f"(rule ((lead-perm-demand p d) (= a (lead-perm-acc p d (vec-length p)))) ((set (lead-perm p d) a)) {_A})",
+]
 # offset by a forward running sum over v (offset-acc v i = sum(v[:i]), one cell per iteration, each
 # step joining only the previous cell): the backward recursion read (offset v (- i 1)), a lookup by a
 # computed index, which scanned every offset row of v per step (4,096 pieces: 1.9 s).
@@ -103,5 +115,7 @@ DERIVED: dict[str, Derived] = {d.name: d for d in (
     Derived("movedim-perm", ("i64", "i64", "i64"), "IVec", tuple(_MOVEDIM), _movedim),
     Derived("iota", ("i64",), "IVec", tuple(_IOTA), lambda n: tuple(range(n))),
     Derived("gather", ("IVec", "IVec"), "IVec", tuple(_GATHER), lambda p, q: tuple(p[j] for j in q)),
+    Derived("lead-perm", ("IVec", "i64"), "IVec", tuple(_LEAD_PERM),
+            lambda p, d: (d,) + tuple(j + (j >= d) for j in p)),
     Derived("offset", ("IVec", "i64"), "i64", tuple(_OFFSET), lambda v, i: sum(v[:i])),
 )}

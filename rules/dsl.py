@@ -330,6 +330,12 @@ def gather(p, q) -> Expr:
     return Call("gather", (lift(p, IVEC), lift(q, IVEC)), IVEC)
 
 
+def lead_perm(p, d) -> Expr:
+    """``[d] + [j + (j >= d) for j in p]``: permute ``p`` on a tensor given a new axis at ``d``, with
+    that axis moved first."""
+    return Call("lead-perm", (lift(p, IVEC), lift(d, INT)), IVEC)
+
+
 def offset(sizes, i) -> Expr:
     """``sum(sizes[:i])``: where piece i of a split starts."""
     return Call("offset", (lift(sizes, IVEC), lift(i, INT)), INT)

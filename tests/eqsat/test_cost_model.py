@@ -2,6 +2,7 @@
 import pytest
 
 from eqsat.cost import CostModel
+from eqsat.terms import IVec, Ref, Term
 from eqsat_graphs import Program, input_choice, roots_of, view_of
 
 M = CostModel()
@@ -187,3 +188,31 @@ def test_cpu_layer_norm_under_1024_elements_is_two_step_variance():
     assert small.loops == large.loops == 1
     assert small.cost - small.bytes * CPU.beta == pytest.approx(CPU.alpha + 3 * CPU.loop_cost)
     assert large.cost - large.bytes * CPU.beta == pytest.approx(CPU.alpha + CPU.loop_cost)
+
+
+def _head_copies(whole: bool):
+    """q/k/v of one (B·T, 3C) = (16, 96) projection to (B, H, T, D) = (2, 4, 8, 8): three copies of the
+    permuted pieces, or one copy of the whole permuted to (3, B, H, T, D) and three selects of it."""
+    p = Program()
+    y = p.linear(p.input((16, 32)), p.param((96, 32)), p.param((96,)))
+    if whole:
+        w = p.let(Term("Permute", (Ref(p.let(Term("View", (Ref(y), IVec((2, 8, 3, 4, 8)))), (2, 8, 3, 4, 8))),
+                                   IVec((2, 0, 3, 1, 4)))), (3, 2, 4, 8, 8))
+        c = p.let(Term("Contiguous", (Ref(w),)), (3, 2, 4, 8, 8))
+        outs = [p.let(Term("Narrow", (Ref(c), 0, i, 1)), (1, 2, 4, 8, 8)) for i in range(3)]
+    else:
+        views = [p.let(Term("View", (Ref(piece), IVec((2, 8, 4, 8)))), (2, 8, 4, 8)) for piece in p.split(y, [32] * 3, 1)]
+        perms = [p.let(Term("Permute", (Ref(v), IVec((0, 2, 1, 3)))), (2, 4, 8, 8)) for v in views]
+        outs = [p.let(Term("Contiguous", (Ref(v),)), (2, 4, 8, 8)) for v in perms]
+    return p, outs
+
+
+@pytest.mark.parametrize("device, pieces, whole", [("cuda", 3, 1), ("cpu", 1, 1)])
+def test_one_copy_of_the_whole_projection_is_one_launch_for_the_same_bytes(device, pieces, whole):
+    """GPU: a copy is a kernel of its own, 3 → 1 (head_split_copy). CPU: Inductor already writes the three
+    copies in one C++ function, as three loop nests; the whole copy is one."""
+    model = CostModel.for_device(device)
+    apart, together = (predict(*_head_copies(w), model) for w in (False, True))
+    assert (apart.generated, together.generated) == (pieces, whole)
+    assert apart.bytes == together.bytes
+    assert (apart.loops, together.loops) == (3, 1)

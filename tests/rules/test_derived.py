@@ -1,5 +1,5 @@
 """The derived int-list functions computed by egglog agree with their Python twins (``rules.derived``),
-including the doubling ``repeat`` and the running-sum ``offset``."""
+including the doubling ``repeat``, the running-sum ``offset`` and ``lead-perm``."""
 import pytest
 
 from eqsat.egraph import Budget, Session
@@ -9,7 +9,8 @@ from egraph_case import vec
 
 CASES = [("repeat", (n, 3)) for n in (0, 1, 2, 5, 8, 13)] + [
     ("offset", ((2, 3, 5, 7), i)) for i in (0, 1, 3, 4)] + [
-    ("splice", ((4, 6, 8), 1, (2, 3))), ("movedim-perm", (4, 1, 3)), ("iota", (3,))]
+    ("splice", ((4, 6, 8), 1, (2, 3))), ("movedim-perm", (4, 1, 3)), ("iota", (3,))] + [
+    ("lead-perm", ((0, 2, 1, 3), d)) for d in (0, 2, 3)] + [("lead-perm", ((0, 2, 3, 1), 2))]
 
 
 def _egg(v) -> str:

@@ -68,7 +68,7 @@ def test_one_copy_serves_q_k_and_v(device):
 
 
 def test_gpt2_block_under_the_gpu_model_copies_each_projection_once():
-    model, (x,) = REGISTRY["gpt2_block"]("tiny", "cpu", torch.float32)
+    model, (x,) = REGISTRY["gpt2_block"]("small", "cpu", torch.float32)
     out, before, after, report = _through_post_grad(model.eval(), x, "cuda")
     with torch.no_grad():
         torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)

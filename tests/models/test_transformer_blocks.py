@@ -29,13 +29,7 @@ def test_bart_under_the_gpu_model_through_inductor_matches_eager():
     projection with the encoder's q/k/v as one bmm over a stack of [x, y, y, y], which Inductor
     miscompiles (CPU too, at `small`). The GPU model is forced so CI checks the GPU decision
     (about 20 s: not marked slow, so the CPU suite runs it)."""
-    from eqsat.cost import CostModel
-    model, inputs = REGISTRY["bart"]("small", "cpu", torch.float32)
-    backend = eqsat_backend(cost=CostModel.for_device("cuda"), inner="inductor")
-    with torch.no_grad():
-        expected = model(*inputs)
-        actual = torch.compile(model, backend=backend)(*inputs)
-    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+    backend = _under_the_gpu_model("bart", "inductor", atol=1e-4)
     assert_optimized(backend.reports[0], "batch_linear_lhs")  # the GPU program, not a fallback
     for report in backend.reports:
         assert_no_fallback(report)
@@ -53,15 +47,21 @@ def test_llama_under_the_gpu_model_keeps_only_the_rewrites_that_pay(undo, monkey
     extractor puts back every input node whose rewrite the price does not need; without that step
     the tie rides along with the fusion that pays."""
     from eqsat import extract
-    from eqsat.cost import CostModel
     if not undo:
         monkeypatch.setattr(extract, "undo_unpaid", lambda *args, **kwargs: None)
-    model, inputs = REGISTRY["llama"]("small", "cpu", torch.float32)
-    backend = eqsat_backend(cost=CostModel.for_device("cuda"), inner="eager")
-    with torch.no_grad():
-        expected = model(*inputs)
-        actual = torch.compile(model, backend=backend)(*inputs)
-    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    backend = _under_the_gpu_model("llama", "eager", atol=1e-5)
     used = set(backend.reports[0].rules_used)
     assert "batch_linear_lhs" in used
     assert ("batch_mul" in used) != undo, backend.reports[0].summary()
+
+
+def _under_the_gpu_model(name: str, inner: str, atol: float):
+    """Inference of a block at size small with the GPU cost model forced, checked against eager."""
+    from eqsat.cost import CostModel
+    model, inputs = REGISTRY[name]("small", "cpu", torch.float32)
+    backend = eqsat_backend(cost=CostModel.for_device("cuda"), inner=inner)
+    with torch.no_grad():
+        expected = model(*inputs)
+        actual = torch.compile(model, backend=backend)(*inputs)
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=atol)
+    return backend

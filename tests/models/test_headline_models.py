@@ -95,12 +95,14 @@ def test_training_step_matches_eager_with_fewer_launches(name):
 
 def test_greedy_mode_through_inductor():
     """The phase-ordering baseline the benchmark compares against, on the recsys tower: eager's
-    outputs, its batch round fuses the per-feature activations, fewer launches than Inductor alone."""
+    outputs, its batch round fuses the per-feature linears and activations, fewer launches than
+    Inductor alone. (The sigmoids are no longer batched: with today's rules extraction finds a
+    program without that priced cheaper, 61.7 against 65.9, with the same 9 predicted kernels.)"""
     model, inputs = _build("recsys_tower")
     with torch.no_grad():
         expected = model(*inputs)
     out, ours, backend = _inference("recsys_tower", "greedy")
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
     (report,) = backend.reports
-    assert_optimized(report, "batch_sigmoid")
+    assert_optimized(report, "batch_linear", "batch_relu")
     assert ours < _inference("recsys_tower", "inductor")[1]

@@ -68,7 +68,6 @@ VIEW_RULES = [
 ]
 
 
-
 # Attention's head split: each of n equal pieces of x along d is reshaped so that d becomes (heads,
 # head_dim), permuted and copied (the Aten graph of a matmul on head views). The pieces are the n slices
 # along a new outermost axis of one copy of x, reshaped with d as (n, heads, head_dim) and permuted the

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Callable, Hashable, Iterator, Sequence
 
 import networkx as nx
@@ -206,44 +206,30 @@ def _build_group_linear(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
     return out
 
 
-def _build_linear_lhs(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
+def _build_linear_lhs(ctx: _Ctx, ts: list[Term], bind: Bind, epilogue: bool = False) -> list[Term]:
+    """One linear on the concatenated weight, split. ``epilogue``: each piece adds its own bias instead
+    of one concatenated bias. Inductor splits a biased matmul whose users are pointwise into mm +
+    epilogue, so the adds fuse into the pieces' consumers (the copies a 4-D matmul makes of each
+    head-split piece), where a concatenated bias is one more copy a call without freezing."""
     x = ts[0].args[0]
     _, ws, bs = zip(*(t.args for t in ts))
-    bias = NONE if ctx.is_none(bs[0]) else _cat(bs, 0)
+    bias = NONE if epilogue or ctx.is_none(bs[0]) else _cat(bs, 0)
     y = bind(Term("Linear", (x, _cat(ws, 0), bias)))
-    return _split(y, [ctx.shape(w)[0] for w in ws], len(ctx.shape(x)) - 1)
-
-
-def _build_linear_lhs_epilogue(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
-    """``_build_linear_lhs`` with each piece adding its own bias: Inductor splits a biased matmul
-    whose users are pointwise into mm + epilogue, so the adds fuse into the pieces' consumers (the
-    copies a 4-D matmul makes of each head-split piece), where a concatenated bias is one more copy a
-    call without freezing."""
-    x = ts[0].args[0]
-    _, ws, bs = zip(*(t.args for t in ts))
-    y = bind(Term("Linear", (x, _cat(ws, 0), NONE)))
     pieces = _split(y, [ctx.shape(w)[0] for w in ws], len(ctx.shape(x)) - 1)
-    return [Term("Binary", ("add", p, b)) for p, b in zip(pieces, bs)]
+    return [Term("Binary", ("add", p, b)) for p, b in zip(pieces, bs)] if epilogue else pieces
 
 
-def _build_addmm_lhs_epilogue(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
-    """The Aten spelling of ``_build_linear_lhs_epilogue``: one ``mm``, each piece adds its ``addmm``'s
-    own bias."""
-    cs, xs, ws = zip(*(t.args for t in ts))
-    y = bind(Term("Mm", (xs[0], _cat(ws, 1))))
-    return [Term("Binary", ("add", p, c)) for p, c in zip(_split(y, [ctx.shape(w)[1] for w in ws], 1), cs)]
-
-
-def _build_mm_lhs(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
-    if ts[0].ctor == "Mm":
-        x = ts[0].args[0]
-        ws = [t.args[1] for t in ts]
-        y = bind(Term("Mm", (x, _cat(ws, 1))))
-    else:
-        cs, xs, ws = zip(*(t.args for t in ts))
-        x = xs[0]
+def _build_mm_lhs(ctx: _Ctx, ts: list[Term], bind: Bind, epilogue: bool = False) -> list[Term]:
+    """The Aten spelling of ``_build_linear_lhs``: ``mm``s, or ``addmm``s as one ``addmm`` on the
+    concatenated biases or (``epilogue``) one ``mm`` whose pieces add their own."""
+    x, ws = ts[0].args[-2], [t.args[-1] for t in ts]
+    cs = [t.args[0] for t in ts] if ts[0].ctor == "Addmm" else []
+    if cs and not epilogue:
         y = bind(Term("Addmm", (_cat(cs, len(ctx.shape(cs[0])) - 1), x, _cat(ws, 1))))
-    return _split(y, [ctx.shape(w)[1] for w in ws], 1)
+    else:
+        y = bind(Term("Mm", (x, _cat(ws, 1))))
+    pieces = _split(y, [ctx.shape(w)[1] for w in ws], 1)
+    return [Term("Binary", ("add", p, c)) for p, c in zip(pieces, cs)] if epilogue else pieces
 
 
 def _build_batch_mm(ctx: _Ctx, ts: list[Term], bind: Bind) -> list[Term]:
@@ -319,7 +305,8 @@ def _match_linear(ctx: _Ctx, t: Term) -> Iterator[Match]:
                 and ctx.static(ws[0])):
             yield "group_linear", (xs[0][:-1], xs[1], bias is None), _build_group_linear
     if bias is not None and ctx.feeds_fusible_only(ctx.ref_of(t)):
-        yield "batch_linear_lhs", ("linear+epilogue", x, ws[1], bias[1]), _build_linear_lhs_epilogue
+        yield ("batch_linear_lhs", ("linear+epilogue", x, ws[1], bias[1]),
+               partial(_build_linear_lhs, epilogue=True))
     else:
         yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
 
@@ -335,7 +322,8 @@ def _match_mm(ctx: _Ctx, t: Term) -> Iterator[Match]:
         yield "batch_linear_lhs", ("mm", a, sb[1]), _build_mm_lhs
     elif len(sc[0]) in (1, 2) and sc[0][-1] == sb[0][1]:
         if ctx.feeds_fusible_only(ctx.ref_of(t)):
-            yield "batch_linear_lhs", ("addmm+epilogue", a, sb[1], sc[0][:-1], sc[1]), _build_addmm_lhs_epilogue
+            yield ("batch_linear_lhs", ("addmm+epilogue", a, sb[1], sc[0][:-1], sc[1]),
+                   partial(_build_mm_lhs, epilogue=True))
         else:
             yield "batch_linear_lhs", ("addmm", a, sb[1], sc[0][:-1], sc[1]), _build_mm_lhs
 

@@ -154,14 +154,21 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
                 break
             if best.get(cls) == nid or cls not in best:  # an earlier swap of this pass changed the program
                 continue
-            trial = {**full, **best, cls: nid}
-            if _reaches(view, trial, view.nodes[nid].children, cls):
-                continue
-            trial = reachable(view, roots, trial)
-            cost = model.program_cost(view, trial, roots).cost
-            if cost < best_cost * (1 - 1e-9):
-                best, best_cost, improved, moved = trial, cost, True, True
+            swapped = _swap(view, roots, model, {**full, **best}, cls, nid)
+            if swapped is not None and swapped[1] < best_cost * (1 - 1e-9):
+                (best, best_cost), improved, moved = swapped, True, True
     return best if improved else None
+
+
+def _swap(view: EGraphView, roots: list[str], model: CostModel, base: Choice, cls: str,
+          nid: str) -> tuple[Choice, float] | None:
+    """The program ``base`` with class ``cls`` computed by node ``nid`` (its reachable part) and its
+    price; None when ``nid`` reads ``cls`` back (a cycle)."""
+    trial = {**base, cls: nid}
+    if _reaches(view, trial, view.nodes[nid].children, cls):
+        return None
+    trial = reachable(view, roots, trial)
+    return trial, model.program_cost(view, trial, roots).cost
 
 
 def _reaching(view: EGraphView, targets: set[str]) -> set[str]:
@@ -250,8 +257,8 @@ def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Ch
     program may not get dearer. A rewrite the model sees no gain in is a risk with no reward: the model
     cannot see everything Inductor does (a stack of two multiplies that every consumer inlines saves
     nothing, yet its indexing pushes Inductor to materialise a fused kernel's operand: Llama's rotary
-    ``cos``/``sin`` scaling at size small on the H200, one launch more a layer). Rewrites that pay together stay: undoing one of them alone
-    makes the program dearer. None when nothing was put back."""
+    ``cos``/``sin`` scaling at size small on the H200, one launch more a layer). Rewrites that pay
+    together stay: undoing one of them alone makes the program dearer. None when nothing was put back."""
     t_end = time.perf_counter() + seconds
     best, best_cost, undone, moved = dict(choice), cost, False, True
     while moved and time.perf_counter() < t_end:
@@ -259,14 +266,9 @@ def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Ch
         for cls in [c for c in best if c in original and best[c] != original[c]]:
             if time.perf_counter() >= t_end:
                 break
-            if cls not in best or best[cls] == original[cls]:
+            if cls not in best or best[cls] == original[cls]:  # an earlier undo of this pass reached it
                 continue
-            nid = original[cls]
-            trial = {**full, **original, **best, cls: nid}
-            if _reaches(view, trial, view.nodes[nid].children, cls):
-                continue
-            trial = reachable(view, roots, trial)
-            trial_cost = model.program_cost(view, trial, roots).cost
-            if trial_cost <= best_cost * (1 + 1e-9):
-                best, best_cost, undone, moved = trial, trial_cost, True, True
+            swapped = _swap(view, roots, model, {**full, **original, **best}, cls, original[cls])
+            if swapped is not None and swapped[1] <= best_cost * (1 + 1e-9):
+                (best, best_cost), undone, moved = swapped, True, True
     return best if undone else None

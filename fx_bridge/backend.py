@@ -11,11 +11,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from eqsat.cost import CostModel
-
 from . import torch_compat
 from .fallback import kept_original
-from .horizontal import POINTWISE_BATCHES
 from .pipeline import Options, device_of, optimize
 from .post_grad import EqsatPostGradPass
 from .report import Report
@@ -42,9 +39,6 @@ class EqsatBackend:
             # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
             # batched layer norms where Inductor freezes on a GPU: never a wrong answer.
             opts = Options.of({**_fields(opts), "disabled": [*opts.disabled, "batch_layernorm"]})
-        if (opts.cost or CostModel.for_device(device_of(example_inputs))).gpu:
-            opts = Options.of({**_fields(opts), "post_grad_disabled": [
-                *opts.post_grad_disabled, *(r for r in POINTWISE_BATCHES if r not in opts.post_grad_disabled)]})
         new_gm, report = optimize_or_keep(gm, example_inputs, opts, frozen, _trains(gm, example_inputs))
         self.reports.append(report)
         compile_fx = self._inner(opts)

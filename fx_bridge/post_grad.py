@@ -13,9 +13,11 @@ whose operand is an intermediate it alone uses only changes that tensor's metada
 functional overload. Mutation anywhere else makes lowering refuse the graph (``Unsupported``).
 
 ``Options.post_grad_disabled`` (default: nothing) names rules or families switched off here on top of
-``disabled``. Batch fusion and narrow merging used to be off after autograd, when the cost model
-charged a copy for every cat input a matmul writes; priced as Inductor does it (``out=`` into the
-slice), they pay in backward graphs too (recsys_tower tiny, CPU training step: 38 → 30 launches).
+``disabled``; a GPU compile (the Triton cost model) also leaves pointwise batches to Inductor here
+(``fx_bridge.horizontal.POINTWISE_BATCHES``). Batch fusion and narrow merging used to be off after
+autograd, when the cost model charged a copy for every cat input a matmul writes; priced as Inductor
+does it (``out=`` into the slice), they pay in backward graphs too (recsys_tower tiny, CPU training
+step: 38 → 30 launches).
 """
 from __future__ import annotations
 
@@ -29,9 +31,12 @@ from typing import Any
 import torch
 from torch.fx.node import map_arg
 
+from eqsat.cost import CostModel
+
 from . import torch_compat
 from .fallback import kept_original
-from .pipeline import Options, optimize
+from .horizontal import POINTWISE_BATCHES
+from .pipeline import Options, device_of, optimize
 from .report import Report
 
 log = logging.getLogger("eqsat")
@@ -87,6 +92,8 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
     """Optimize a post-grad graph in place; on any failure leave it untouched and say why."""
     try:
         body, epilogue, inputs = functional_body(graph)
+        if (options.cost or CostModel.for_device(device_of(inputs))).gpu:
+            options = dataclasses.replace(options, disabled=(*options.disabled, *POINTWISE_BATCHES))
         new_gm, report = optimize(body, inputs, options, torch_compat.aot_user_outputs(graph))
         if new_gm is not body:
             _replace_body(graph, new_gm.graph, epilogue)

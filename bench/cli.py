@@ -15,7 +15,8 @@ from bench.report import LATENCY_KEYS
 from bench.models import REGISTRY
 from bench.modes import MODES
 from bench.run_tag import device_name, run_tag
-from bench.runner import PHASES, eager_reference, mode_label, run_mode, warm_up
+from bench.runner import PHASES, eager_reference, latency_summary, mode_label, paired_latency, run_mode, warm_up
+from fx_bridge import inductor_metrics
 
 DEMO_MODELS = ("split_cat_64", "recsys_tower", "split_stack_unbind")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -58,9 +59,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--save-outputs", action="store_true",
                      help="also save every mode's outputs and gradients under OUT/outputs/")
     run.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
-    run.add_argument("--latency-repeats", type=int, default=1,
-                     help="measure each compiled step's latency this many times (rows keep every median "
-                          "in latency_ms_runs): the run-to-run noise next to the ratios")
+    run.add_argument("--rounds", type=int, default=1,
+                     help="measure the compiled modes of a model in this many interleaved rounds (latency is "
+                          "the median over rounds, latency_ms_runs keeps each): the run-to-run noise next to the ratios")
     run.add_argument("--threads", type=int, default=None,
                      help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
                           "stable on a shared machine, where OpenMP threads stall behind other processes")
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> Path:
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
             "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads(), "freezing": args.freezing}
     settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds,
-                "freezing": args.freezing, "latency_repeats": args.latency_repeats}
+                "freezing": args.freezing, "rounds": args.rounds}
     variants = [(m, d) for m in args.modes for d in ((False, True) if args.dynamic and m != "eager" else (False,))]
     rows: list[dict] = []
     warm_up(args.modes, args.device)
@@ -136,7 +137,9 @@ def rerender(out_dir: Path, latency_stat: str) -> Path:
 
 
 def _run_model_phase(model: str, phase: str, variants: list[tuple[str, bool]], settings: dict, bar):
-    """Rows of one model and phase: each mode, static, then (``--dynamic``) with a symbolic batch."""
+    """Rows of one model and phase. The static modes are compiled one after the other and kept, then
+    timed in interleaved rounds (``runner.paired_latency``); then (``--dynamic``) each mode with a
+    symbolic batch, compiled and timed on its own."""
     builder = REGISTRY[model]
     try:
         reference = eager_reference(builder, phase, settings)
@@ -145,9 +148,27 @@ def _run_model_phase(model: str, phase: str, variants: list[tuple[str, bool]], s
             _announce(bar, model, mode_label(mode, dynamic), phase)
             yield {"mode": mode_label(mode, dynamic), "phase": phase, "status": "skipped", "reason": str(err)}, None
         return
-    for mode, dynamic in variants:
-        _announce(bar, model, mode_label(mode, dynamic), phase)
-        yield run_mode(builder, mode, phase, reference, {**settings, "dynamic": dynamic})
+    static = [mode for mode, dynamic in variants if not dynamic]
+    dynamic = [mode for mode, dynamic in variants if dynamic]
+    inductor_metrics.cold_compile_reset()
+    compiled = []
+    for mode in static:
+        _announce(bar, model, mode, phase)
+        compiled.append(run_mode(builder, mode, phase, reference, {**settings, "keep_compiled": True}))
+    yield from _timed(compiled, settings)
+    for mode in dynamic:
+        _announce(bar, model, mode_label(mode, True), phase)
+        yield from _timed([run_mode(builder, mode, phase, reference, {**settings, "dynamic": True})], settings)
+
+
+def _timed(compiled: list[tuple], settings: dict):
+    """(row, outcome) of every compiled mode, with latencies from interleaved rounds."""
+    steps = {row["mode"]: step for row, _, step in compiled if step is not None}
+    runs = paired_latency(steps, settings["device"], settings["rounds"], settings["min_seconds"])
+    for row, outcome, _ in compiled:
+        if row["mode"] in runs:
+            row.update(latency_summary(runs[row["mode"]]))
+        yield row, outcome
 
 
 def _announce(bar, model: str, mode: str, phase: str) -> None:

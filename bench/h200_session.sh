@@ -2,7 +2,7 @@
 # The GPU figures the issues ask for, in as few device calls as possible.
 #   bash bench/h200_session.sh JOB...    (JOB: calibrate | calibrate_train | bench | dynamic | hf | hf_frozen | train | ddp |
 #                                          scale | wide | layout | soak | mend | parity | dump |
-#                                          freezecheck)
+#                                          freezecheck | profile)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -27,7 +27,7 @@ for job in "$@"; do
     calibrate_train) timeout "${T_CALT:-240}" python3 -m bench.calibrate --device cuda --train --models --graphs 0 \
                        --only "${CAL_MODELS:-wukong,dhen,interformer,bert_layer,gpt2_block}" > /tmp/job.txt 2>&1 ;;
     bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
-             --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} \
+             --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} --rounds "${ROUNDS:-3}" \
              --out "$out/bench" > /tmp/job.txt 2>&1
            python3 -m bench report "$out/bench" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
            cat "$out/bench/report.md" >> /tmp/job.txt ;;
@@ -40,14 +40,14 @@ for job in "$@"; do
              cat "$out/dynamic/report.md" >> /tmp/job.txt
              timeout "${T_DYNOPT:-150}" python3 -m bench.dynamic_overhead --device cuda --repeat 5 >> /tmp/job.txt 2>&1 ;;
     # the six transformer blocks (needs transformers 4.52.4) for Inductor / Inductor+Optimus / eqsat: job hf is
-    # inference and training, hf_frozen inference with Inductor's freezing (every mode); each step's latency is
-    # measured 3 times (latency_ms_runs: the noise). Run a job again with HF_TAG=b for a second compile. Each
+    # inference and training, hf_frozen inference with Inductor's freezing (every mode); the modes of a model
+    # are timed in 5 interleaved rounds (latency_ms_runs: the noise). HF_TAG=b names a second run. Each
     # run's folder stays in /tmp; $out gets hf[_frozen]$HF_TAG.jsonl (every row) and .md (report.md)
     hf|hf_frozen)
         run="$job${HF_TAG:-}"
         timeout "${T_HF:-540}" python3 -m bench run --device cuda --size "${HF_SIZE:-small}" \
           --models "${HF_MODELS:-gpt2_block,bert_layer,t5_block,llama,bart,vit}" \
-          --modes "${HF_MODES:-inductor,inductor_optimus,eqsat}" --latency-repeats "${HF_REPEATS:-3}" \
+          --modes "${HF_MODES:-inductor,inductor_optimus,eqsat}" --rounds "${HF_ROUNDS:-5}" \
           $([ $job = hf_frozen ] && echo --freezing --no-train || echo --train) --out "/tmp/$run" > /tmp/job.txt 2>&1
         python3 -m bench report "/tmp/$run" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
         cp "/tmp/$run/results.jsonl" "$out/$run.jsonl"; cp "/tmp/$run/report.md" "$out/$run.md"
@@ -80,7 +80,7 @@ for l in open(sys.argv[1]):
     # issue 18's programs (bench/models/parity.py) and dlrm: Inductor / Optimus / eqsat, inference and training
     parity) timeout "${T_PARITY:-420}" python3 -m bench run --device cuda --size small \
               --models "${PARITY_MODELS:-$(python3 -c 'from bench.models import REGISTRY; print(",".join(n for n in REGISTRY if n.startswith("parity_")))'),dlrm,split_stack_unbind}" \
-              --modes inductor,inductor_optimus,eqsat --train --min-seconds 0.2 --out "$out/parity" > /tmp/job.txt 2>&1
+              --modes inductor,inductor_optimus,eqsat --train --rounds "${ROUNDS:-3}" --out "$out/parity" > /tmp/job.txt 2>&1
             python3 -m bench report "$out/parity" >> /tmp/job.txt 2>&1
             cat "$out/parity/report.md" >> /tmp/job.txt ;;
     # which rewrite makes a model wrong under freezing
@@ -90,6 +90,10 @@ for l in open(sys.argv[1]):
     # (DUMP_FLAGS: --train, --freezing, --modes ...; every wrapper's code goes to $out/code.txt)
     dump) timeout "${T_DUMP:-200}" python3 -m bench.kernel_dump --device cuda --models ${DUMP_MODELS:-split_stack_unbind} \
             ${DUMP_FLAGS:-} --code "$out/code.txt" > /tmp/job.txt 2>&1 ;;
+    # a latency that differs between modes: host enqueue vs GPU kernel time, interleaved rounds
+    # (PROFILE_FLAGS: --train, --freezing, --size, --modes ...)
+    profile) timeout "${T_PROF:-300}" python3 -m bench.profile_step --device cuda \
+               --models ${PROFILE_MODELS:-llama} ${PROFILE_FLAGS:-} > /tmp/job.txt 2>&1 ;;
   esac
   { echo "== $job"; grep -v -i warn /tmp/job.txt | tail -"${TAIL:-80}"; } | tee -a "$out/jobs.txt"
 done

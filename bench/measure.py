@@ -59,14 +59,17 @@ def _cuda_event_latency_ms(step: Callable[[], object], reps: int = 50) -> dict:
 
 
 def peak_memory_bytes(step: Callable[[], object], device: str) -> int | None:
-    """Peak CUDA memory of one steady-state step; None on CPU (no allocator statistics there)."""
+    """CUDA memory one steady-state step allocates at its peak above what was resident before it
+    (activations, workspaces, outputs, gradients; not the weights, nor other modes kept alive for
+    interleaved timing); None on CPU (no allocator statistics there)."""
     if device != "cuda":
         return None
     torch.cuda.synchronize()
+    resident = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     step()
     torch.cuda.synchronize()
-    return int(torch.cuda.max_memory_allocated())
+    return int(torch.cuda.max_memory_allocated() - resident)
 
 
 def tensors(value) -> list[torch.Tensor]:

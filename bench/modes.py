@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from fx_bridge import torch_compat
+
 MODES = ("eager", "inductor", "inductor_optimus", "eqsat_greedy", "eqsat")
 EQSAT_MODES = {"eqsat_greedy": "greedy", "eqsat": "saturate"}
 
@@ -29,12 +31,22 @@ class Compiled:
         return self.reports
 
 
+class InductorBackend:
+    """Inductor alone, as a backend object of its own. Dynamo lets a module instance reuse code compiled
+    for another instance of its class with the same backend, so two modes that both call Inductor
+    (``inductor``, ``inductor_optimus``: one compiler, different config) kept alive side by side would
+    share one program. eqsat hands its graph to the same ``compile_fx``."""
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs) -> object:
+        return torch_compat.compile_fx()(gm, example_inputs)
+
+
 def compile_model(mode: str, model: torch.nn.Module) -> Compiled:
     """Wrap `model` for `mode`. Compilation itself happens lazily at the first call."""
     if mode == "eager":
         return Compiled(model)
     if mode in ("inductor", "inductor_optimus"):  # Optimus is switched by the config patch, not here
-        return Compiled(torch.compile(model, backend="inductor"))
+        return Compiled(torch.compile(model, backend=InductorBackend()))
     if mode in EQSAT_MODES:
         from fx_bridge.backend import eqsat_backend  # at call time: tests substitute the backend
 

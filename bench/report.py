@@ -74,7 +74,7 @@ def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
             cells = [
                 model, mode, kernels,
                 _fmt(ratios["kernels_vs_inductor"]), _fmt(ratios["kernels_vs_inductor_optimus"]),
-                _fmt(row.get(latency), 3), _fmt(ratios["speedup_vs_inductor"]),
+                _latency_cell(row, latency), _fmt(ratios["speedup_vs_inductor"]),
                 _fmt(ratios["speedup_vs_inductor_optimus"]), _fmt(row.get("compile_s"), 1),
                 _fmt(row.get("optimizer_s")), _fmt(row.get("egraph_nodes")),
                 _fmt(row.get("max_abs_err"), 2), _fmt(row.get("max_abs_err_grad"), 2),
@@ -94,6 +94,14 @@ def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
     return lines
 
 
+def _latency_cell(row: dict, latency: str) -> str:
+    """The latency, and with several rounds the noise: half the spread of the rounds' medians."""
+    runs = row.get("latency_ms_runs")
+    if latency != "latency_ms" or not runs or not row.get(latency):
+        return _fmt(row.get(latency), 3)
+    return f"{row[latency]:.3f} ±{50 * (max(runs) - min(runs)) / row[latency]:.0f}%"
+
+
 def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
     """The whole report.md text: run metadata, then one table per phase.
 
@@ -111,9 +119,10 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         "Kernels are the launches in Inductor's wrapper code: generated kernels (Triton kernels, or fused C++ "
         "functions on CPU) plus extern calls (mm, bmm, fallbacks), forward and backward for training. "
         "'Inductor counter' is generated_kernel_count + extern calls; on CPU it counts every loop nest inside a "
-        f"fused C++ function. ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step and "
-        "speedup is baseline latency/mode latency (higher is better). Compile times are cold (Dynamo reset, "
-        "caches off) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile with the batch dim "
+        f"fused C++ function. ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step "
+        "(every mode of a model compiled, then timed in interleaved rounds; with several rounds, the median over "
+        "them ± half their spread) and speedup is baseline latency/mode latency (higher is better). Compile "
+        "times are cold (caches off, no other compile of the model reused) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile with the batch dim "
         "marked dynamic and are compared with the baselines compiled the same way.",
     ]
     for phase in dict.fromkeys(row["phase"] for row in rows):

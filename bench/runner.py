@@ -7,6 +7,7 @@ parameter gradients) with eager on a fresh copy of the same seeded model.
 
 from __future__ import annotations
 
+import statistics
 import time
 import traceback
 from collections import Counter
@@ -118,9 +119,14 @@ def _summarize_reports(reports: list[dict]) -> dict:
     }
 
 
-def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, settings: dict) -> tuple[dict, Outcome | None]:
-    """Compile, measure and check one (model, mode, phase); never raises for a failing mode.
-    ``settings["dynamic"]``: the batch dim is marked dynamic (the row's mode is ``MODE+dyn``)."""
+def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, settings: dict
+             ) -> tuple[dict, Outcome | None, Callable[[], object] | None]:
+    """Compile, count and check one (model, mode, phase); never raises for a failing mode. Returns the
+    row, what the step produced and the compiled step itself (None when it failed), which
+    ``paired_latency`` times.
+    ``settings["dynamic"]``: the batch dim is marked dynamic (the row's mode is ``MODE+dyn``);
+    ``settings["keep_compiled"]``: no Dynamo reset first, so modes compiled earlier stay usable (each
+    mode has its own backend object, so none reuses another's code; caches stay off)."""
     dynamic = bool(settings.get("dynamic"))
     row: dict = {"mode": mode_label(mode, dynamic), "phase": phase, "status": "ok", "shapes": (
         "dynamic" if dynamic else "static")}
@@ -128,7 +134,8 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     if dynamic:
         mark_batch_dynamic(inputs)
     row["params"] = sum(p.numel() for p in model.parameters())
-    inductor_metrics.cold_compile_reset()
+    if not settings.get("keep_compiled"):
+        inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     try:
         with inductor_metrics.inductor_config_patch(mode, freezing=settings.get("freezing", False)), \
@@ -143,7 +150,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
         inductor_metrics.cold_compile_reset()
         first_line = (str(err).strip().splitlines() or [""])[0][:300]
         reason = f"{type(err).__name__}: {first_line}"
-        return {**row, "status": "error", "reason": reason, "traceback": traceback.format_exc()[-2000:]}, None
+        return {**row, "status": "error", "reason": reason, "traceback": traceback.format_exc()[-2000:]}, None, None
 
     outcome = _outcome(out, model, inputs)
     if mode != "eager":
@@ -155,13 +162,33 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     row.update(_summarize_reports(row["graphs"]))
     row["max_abs_err"] = measure.max_abs_error(outcome.outputs, reference.outputs)
     row["max_abs_err_grad"] = _grad_error(outcome.grads, reference.grads)
-    runs = [measure.latency(step, settings["device"], settings.get("min_seconds", 0.5))
-            for _ in range(settings.get("latency_repeats", 1))]
-    row.update(runs[0])
-    if len(runs) > 1:  # the same compiled step measured again: the noise a latency ratio must beat
-        row["latency_ms_runs"] = [r["latency_ms"] for r in runs]
     row["peak_mem_bytes"] = measure.peak_memory_bytes(step, settings["device"])
-    return row, outcome
+    return row, outcome, step
+
+
+def paired_latency(steps: dict[str, Callable[[], object]], device: str, rounds: int,
+                   min_seconds: float) -> dict[str, list[dict]]:
+    """``measure.latency`` of every compiled mode, in ``rounds`` interleaved rounds whose order rotates,
+    so drift in clocks and host load hits every mode alike. Small steps are bound by the host issuing
+    launches, and two compiles timed minutes apart differ by more than the modes do; the spread of one
+    mode over the rounds is the noise a ratio must beat."""
+    names = list(steps)
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            runs[name].append(measure.latency(steps[name], device, min_seconds))
+    return runs
+
+
+def latency_summary(runs: list[dict]) -> dict:
+    """A row's latency fields from its rounds: the median of the rounds' medians, the smallest minimum,
+    and every round's median (``latency_ms_runs``) when there is more than one."""
+    medians = [r["latency_ms"] for r in runs]
+    summary = {"latency_ms": statistics.median(medians), "latency_min_ms": min(r["latency_min_ms"] for r in runs)}
+    if len(runs) > 1:
+        summary["latency_ms_runs"] = medians
+    return summary
 
 
 def warm_up(modes: list[str], device: str) -> None:

@@ -44,7 +44,7 @@ def test_eqsat_mode_rows_carry_backend_reports(monkeypatch):
     monkeypatch.setitem(sys.modules, "fx_bridge.backend", module)
     settings = {"size": "tiny", "device": "cpu", "dtype": torch.float32, "min_seconds": 0.01}
     builder = REGISTRY["split_cat_64"]
-    row, _ = run_mode(builder, "eqsat", "infer", eager_reference(builder, "infer", settings), settings)
+    row, _, _ = run_mode(builder, "eqsat", "infer", eager_reference(builder, "infer", settings), settings)
     assert row["status"] == "ok", row
     assert len(row["graphs"]) == 1 and row["egraph_nodes"] == row["graphs"][0]["egraph_nodes"] > 64
     assert row["rules_fired"] == {"cat_of_split": 2} and row["max_abs_err"] == pytest.approx(0, abs=1e-6)

@@ -1,0 +1,48 @@
+"""The harness times the modes of a model side by side: interleaved rounds, and no shared code."""
+import torch
+
+from bench import runner
+from bench.modes import compile_model
+from fx_bridge import inductor_metrics
+
+
+def test_rounds_interleave_every_mode_and_rotate_the_order():
+    calls: list[str] = []
+    steps = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    runs = runner.paired_latency(steps, "cpu", rounds=3, min_seconds=0.0)
+    assert {name: len(r) for name, r in runs.items()} == {"a": 3, "b": 3, "c": 3}
+    order = [name for i, name in enumerate(calls) if i == 0 or calls[i - 1] != name]  # one entry per timing
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+def test_summary_is_the_median_of_the_rounds_with_every_round_kept():
+    runs = [{"latency_ms": t, "latency_min_ms": t - 0.5} for t in (3.0, 1.0, 2.0)]
+    assert runner.latency_summary(runs) == {"latency_ms": 2.0, "latency_min_ms": 0.5,
+                                            "latency_ms_runs": [3.0, 1.0, 2.0]}
+    assert "latency_ms_runs" not in runner.latency_summary(runs[:1])
+
+
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+def test_two_inductor_modes_kept_alive_compile_their_own_programs():
+    """Dynamo would hand the second instance the first one's code under one shared backend object,
+    so Inductor+Optimus would be timed with Inductor's program."""
+    inductor_metrics.cold_compile_reset()
+    x = torch.randn(4, 8)
+    compiled = {}
+    for mode in ("inductor", "inductor_optimus"):
+        with inductor_metrics.inductor_config_patch(mode), inductor_metrics.capture_output_code() as code:
+            compiled[mode] = compile_model(mode, _Net()).fn
+            compiled[mode](x)
+        assert code, f"{mode} reused another mode's compiled code"
+    with inductor_metrics.capture_output_code() as code:
+        for fn in compiled.values():
+            fn(x)
+    assert not code  # and once compiled, each keeps its own

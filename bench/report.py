@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 
 BASELINES = ("inductor", "inductor_optimus")
@@ -40,8 +41,24 @@ def _ratios(row: dict, by_mode: dict[str, dict], latency: str) -> dict[str, floa
     for base in BASELINES:
         ref = by_mode.get(base + suffix, {})
         ratios[f"kernels_vs_{base}"] = _ratio(row.get("kernels_total"), ref.get("kernels_total"))
-        ratios[f"speedup_vs_{base}"] = _ratio(ref.get(latency), row.get(latency))
+        paired = _paired_speedups(row, ref) if latency == "latency_ms" and ref is not row else None
+        ratios[f"speedup_vs_{base}"] = statistics.median(paired) if paired else _ratio(ref.get(latency), row.get(latency))
+        ratios[f"speedup_range_vs_{base}"] = (min(paired), max(paired)) if paired else None
     return ratios
+
+
+def _paired_speedups(row: dict, ref: dict) -> list[float] | None:
+    """Baseline/mode latency round by round: both were timed within one round, so load that drifts
+    over the run (the H200 host swings 1.7× between rounds) cancels; None without rounds."""
+    a, b = row.get("latency_ms_runs"), ref.get("latency_ms_runs")
+    if not a or not b or len(a) != len(b):
+        return None
+    return [base / mode for base, mode in zip(b, a)]
+
+
+def _speedup_cell(ratios: dict, base: str) -> str:
+    value, spread = ratios[f"speedup_vs_{base}"], ratios[f"speedup_range_vs_{base}"]
+    return f"{_fmt(value)} ({spread[0]:.2f}–{spread[1]:.2f})" if spread and value is not None else _fmt(value)
 
 
 HEADER = (
@@ -66,7 +83,8 @@ def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
                 continue
             ratios = _ratios(row, by_mode, latency)
             for key, value in ratios.items():
-                per_mode_ratios[mode][key].append(value)
+                if not key.startswith("speedup_range"):
+                    per_mode_ratios[mode][key].append(value)
             kernels = (
                 f"{row['kernels_total']} ({row['kernels_generated']}+{row['kernels_extern']})"
                 if row.get("kernels_total") is not None else "–"
@@ -74,8 +92,8 @@ def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
             cells = [
                 model, mode, kernels,
                 _fmt(ratios["kernels_vs_inductor"]), _fmt(ratios["kernels_vs_inductor_optimus"]),
-                _latency_cell(row, latency), _fmt(ratios["speedup_vs_inductor"]),
-                _fmt(ratios["speedup_vs_inductor_optimus"]), _fmt(row.get("compile_s"), 1),
+                _latency_cell(row, latency), _speedup_cell(ratios, "inductor"),
+                _speedup_cell(ratios, "inductor_optimus"), _fmt(row.get("compile_s"), 1),
                 _fmt(row.get("optimizer_s")), _fmt(row.get("egraph_nodes")),
                 _fmt(row.get("max_abs_err"), 2), _fmt(row.get("max_abs_err_grad"), 2),
                 _fmt(row.get("inductor_count_total")),
@@ -121,7 +139,8 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         "'Inductor counter' is generated_kernel_count + extern calls; on CPU it counts every loop nest inside a "
         f"fused C++ function. ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step "
         "(every mode of a model compiled, then timed in interleaved rounds; with several rounds, the median over "
-        "them ± half their spread) and speedup is baseline latency/mode latency (higher is better). Compile "
+        "them ± half their spread) and speedup is baseline latency/mode latency (higher is better; with several "
+        "rounds, the median of the per-round ratios and their range). Compile "
         "times are cold (caches off, no other compile of the model reused) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile with the batch dim "
         "marked dynamic and are compared with the baselines compiled the same way.",
     ]

@@ -68,6 +68,7 @@ class _Raiser:
         self._name: str | None = None
         self.spelling = _SPELLINGS[low.dialect]
         self.sym: SymNodes | None = None  # set once the placeholders exist
+        self.bypassed: list[torch.fx.Node] = []  # views a unary was moved below (``_below_view``)
 
     def size(self, v: Any) -> Any:
         """A literal argument as raising writes it: an encoded symbolic size becomes a ``Linear``."""
@@ -121,7 +122,11 @@ class _Raiser:
         if orig is not None and orig.op != "placeholder" and self._copy_inputs(orig) is not None:
             return self._copy(orig)
         self._name = orig.name if orig is not None else None
-        value = self.from_term(self.view.nodes[self.choice[cls]])
+        e = self.view.nodes[self.choice[cls]]
+        if e.ctor == "Unary" and self._computed_view(e.args[1]):
+            value = self._below_view(self.size(e.args[0][1]), self.env[e.args[1][1]])
+        else:
+            value = self.from_term(e)
         if isinstance(value, torch.fx.Node) and orig is not None and self._name is None:
             value.meta.update({k: v for k, v in orig.meta.items() if k not in ("val", "example_value", "tensor_meta")})
         self._name = None
@@ -184,6 +189,24 @@ class _Raiser:
             return self.call(operator.getitem, a[0], a[1])
         raise NotImplementedError(f"cannot raise constructor {c}")
 
+    def _computed_view(self, arg: tuple[str, str]) -> bool:
+        """The operand is a reshape of a tensor this graph computes (not an input or a parameter)."""
+        kind, cls = arg
+        if kind != "class" or self.view.nodes[self.choice[cls]].ctor != "View":
+            return False
+        source = self.view.nodes[self.choice[cls]].args[0]
+        return source[0] == "class" and self.view.nodes[self.choice[source[1]]].ctor not in ("Input", "Param")
+
+    def _below_view(self, key: str, view: torch.fx.Node) -> torch.fx.Node:
+        """``unary(reshape(y, s))`` emitted as ``reshape(unary(y), s)``. Equal values, but Inductor fuses
+        a norm's or reduction's epilogue only in the producer's iteration space: on the H200 a tanh
+        after the reshape of batched layer norms kept the norm's statistics in a kernel of their own
+        (4 forward kernels; 3 with the tanh before the reshape)."""
+        name, self._name = self._name, None
+        self.bypassed.append(view)
+        inner = self.pointwise(key, [view.args[0]])
+        return self.graph.create_node(view.op, view.target, (inner, *view.args[1:]), dict(view.kwargs), name=name)
+
     def torch_call(self, target: str, args: list) -> torch.fx.Node:
         """A row's Torch-IR target (``Tensor.x`` is a method) with int-list arguments as lists."""
         args = [list(x) if isinstance(x, tuple) else x for x in args]
@@ -229,6 +252,9 @@ def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[
                      [torch_compat.node_value(ph) for ph in low.placeholders], low.dialect)
     r.emit_all(roots)
     r.output()
+    for v in r.bypassed:  # views only the sunk unary read
+        if not v.users:
+            r.graph.erase_node(v)
     gm = torch.fx.GraphModule(low.gm, r.graph)
     refresh_fake_values(gm, example_inputs, low.dialect)
     return gm

@@ -27,6 +27,19 @@ def test_geomean_row_combines_per_model_ratios():
     assert report.geomean([2.0, 8.0]) == pytest.approx(4.0)
 
 
+def test_speedup_over_rounds_is_the_median_of_per_round_ratios():
+    """Load that drifts between rounds hits both modes of a round: the per-round ratio cancels it
+    where the ratio of the two medians (2.0 / 2.6 here) does not."""
+    base, mode = _row("a", "inductor", 10, 2.0), _row("a", "eqsat", 8, 2.6)
+    base["latency_ms_runs"], mode["latency_ms_runs"] = [2.6, 2.6, 1.5, 1.5, 2.0], [2.5, 2.6, 2.6, 1.4, 1.8]
+    text = report.render([base, mode], {"tag": "t", "torch": "x", "device_name": "cpu", "size": "tiny",
+                                        "dtype": "float32"})
+    row = next(line for line in text.splitlines() if line.startswith("| a | eqsat"))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[6] == "2.600 ±23%"  # (2.6 - 1.4) / 2 / 2.6
+    assert cells[7] == "1.04 (0.58–1.11)"  # ratios 1.04, 1.00, 0.58, 1.07, 1.11
+
+
 def test_skipped_mode_is_reported_with_its_reason():
     rows = [_row("a", "inductor", 10, 2.0),
             {"model": "a", "mode": "eqsat", "phase": "infer", "status": "skipped", "reason": "no backend"}]

@@ -190,12 +190,13 @@ class _Raiser:
         raise NotImplementedError(f"cannot raise constructor {c}")
 
     def _computed_view(self, arg: tuple[str, str]) -> bool:
-        """The operand is a reshape of a tensor this graph computes (not an input or a parameter)."""
+        """The operand is a reshape (chain) of a tensor this graph computes, not of an input or a parameter."""
         kind, cls = arg
         if kind != "class" or self.view.nodes[self.choice[cls]].ctor != "View":
             return False
-        source = self.view.nodes[self.choice[cls]].args[0]
-        return source[0] == "class" and self.view.nodes[self.choice[source[1]]].ctor not in ("Input", "Param")
+        while kind == "class" and self.view.nodes[self.choice[cls]].ctor == "View":  # to the chain's root
+            kind, cls = self.view.nodes[self.choice[cls]].args[0]
+        return kind == "class" and self.view.nodes[self.choice[cls]].ctor not in ("Input", "Param")
 
     def _below_view(self, key: str, view: torch.fx.Node) -> torch.fx.Node:
         """``unary(reshape(y, s))`` emitted as ``reshape(unary(y), s)``. Equal values, but Inductor fuses

@@ -123,10 +123,8 @@ class _Raiser:
             return self._copy(orig)
         self._name = orig.name if orig is not None else None
         e = self.view.nodes[self.choice[cls]]
-        if e.ctor == "Unary" and self._computed_view(e.args[1]):
-            value = self._below_view(self.size(e.args[0][1]), self.env[e.args[1][1]])
-        else:
-            value = self.from_term(e)
+        view = self._view_of_computed(e.args[1]) if e.ctor == "Unary" else None
+        value = self.from_term(e) if view is None else self._below_view(self.size(e.args[0][1]), view)
         if isinstance(value, torch.fx.Node) and orig is not None and self._name is None:
             value.meta.update({k: v for k, v in orig.meta.items() if k not in ("val", "example_value", "tensor_meta")})
         self._name = None
@@ -189,14 +187,19 @@ class _Raiser:
             return self.call(operator.getitem, a[0], a[1])
         raise NotImplementedError(f"cannot raise constructor {c}")
 
-    def _computed_view(self, arg: tuple[str, str]) -> bool:
-        """The operand is a reshape (chain) of a tensor this graph computes, not of an input or a parameter."""
+    def _view_of_computed(self, arg: tuple[str, str]) -> torch.fx.Node | None:
+        """The FX view a unary reads, when it reshapes a tensor this graph computes (a chain of views
+        whose root is no input or parameter) and takes that tensor as its first argument."""
         kind, cls = arg
         if kind != "class" or self.view.nodes[self.choice[cls]].ctor != "View":
-            return False
+            return None
+        fx_view, source = self.env[cls], self.view.nodes[self.choice[cls]].args[0]
+        if not (isinstance(fx_view, torch.fx.Node) and fx_view.args and source[0] == "class"
+                and fx_view.args[0] is self.env.get(source[1])):
+            return None
         while kind == "class" and self.view.nodes[self.choice[cls]].ctor == "View":  # to the chain's root
             kind, cls = self.view.nodes[self.choice[cls]].args[0]
-        return kind == "class" and self.view.nodes[self.choice[cls]].ctor not in ("Input", "Param")
+        return fx_view if kind == "class" and self.view.nodes[self.choice[cls]].ctor not in ("Input", "Param") else None
 
     def _below_view(self, key: str, view: torch.fx.Node) -> torch.fx.Node:
         """``unary(reshape(y, s))`` emitted as ``reshape(unary(y), s)``. Equal values, but Inductor fuses

@@ -134,7 +134,8 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     if dynamic:
         mark_batch_dynamic(inputs)
     row["params"] = sum(p.numel() for p in model.parameters())
-    if not settings.get("keep_compiled"):
+    keep = settings.get("keep_compiled")
+    if not keep:
         inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     try:
@@ -147,7 +148,8 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
             _sync(settings["device"])
             first_call_s = time.perf_counter() - start
     except Exception as err:  # a failing compile is a result to report, not a harness crash
-        inductor_metrics.cold_compile_reset()
+        if not keep:  # a reset would also drop the modes kept for timing: they would recompile unpatched
+            inductor_metrics.cold_compile_reset()
         first_line = (str(err).strip().splitlines() or [""])[0][:300]
         reason = f"{type(err).__name__}: {first_line}"
         return {**row, "status": "error", "reason": reason, "traceback": traceback.format_exc()[-2000:]}, None, None

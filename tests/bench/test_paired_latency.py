@@ -46,3 +46,28 @@ def test_two_inductor_modes_kept_alive_compile_their_own_programs():
         for fn in compiled.values():
             fn(x)
     assert not code  # and once compiled, each keeps its own
+
+
+def test_a_mode_that_fails_to_compile_leaves_the_kept_modes_compiled(monkeypatch):
+    """A reset after the failure would make the kept Inductor step recompile when it is timed, outside
+    its mode's config (Inductor+Optimus would be timed without Optimus)."""
+    from bench import modes
+
+    real = modes.compile_model
+
+    def failing_eqsat(mode, model):
+        if mode == "eqsat":
+            raise RuntimeError("backend broke")
+        return real(mode, model)
+
+    monkeypatch.setattr(runner, "compile_model", failing_eqsat)
+    builder = lambda size, device, dtype: (_Net().to(device, dtype), (torch.randn(4, 8, device=device, dtype=dtype),))
+    settings = {"size": "tiny", "device": "cpu", "dtype": torch.float32, "min_seconds": 0.0, "keep_compiled": True}
+    reference = runner.eager_reference(builder, "infer", settings)
+    inductor_metrics.cold_compile_reset()
+    row, _, step = runner.run_mode(builder, "inductor", "infer", reference, settings)
+    failed, _, none = runner.run_mode(builder, "eqsat", "infer", reference, settings)
+    assert row["status"] == "ok" and failed["status"] == "error" and none is None
+    with inductor_metrics.capture_output_code() as code:
+        step()
+    assert not code  # no recompile

@@ -61,7 +61,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
     run.add_argument("--rounds", type=int, default=1,
                      help="measure the compiled modes of a model in this many interleaved rounds (latency is "
-                          "the median over rounds, latency_ms_runs keeps each): the run-to-run noise next to the ratios")
+                          "the median over rounds, latency_ms_runs keeps each): the run-to-run noise next to the "
+                          "ratios")
     run.add_argument("--threads", type=int, default=None,
                      help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
                           "stable on a shared machine, where OpenMP threads stall behind other processes")

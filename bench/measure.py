@@ -58,6 +58,12 @@ def _cuda_event_latency_ms(step: Callable[[], object], reps: int = 50) -> dict:
     return {"latency_ms": statistics.median(times), "latency_min_ms": min(times)}
 
 
+def sync(device: str) -> None:
+    """Wait for the device to finish what was queued (a no-op on CPU)."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
 def peak_memory_bytes(step: Callable[[], object], device: str) -> int | None:
     """CUDA memory one steady-state step allocates at its peak above what was resident before it
     (activations, workspaces, outputs, gradients; not the weights, nor other modes kept alive for

@@ -15,30 +15,25 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections import defaultdict
 
 import torch
 
 from bench.models import REGISTRY
 from bench.modes import compile_model
-from bench.runner import make_step, training_inputs
+from bench.measure import sync
+from bench.runner import interleaved, make_step, training_inputs
 from fx_bridge import inductor_metrics
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 def host_times(step, device: str, steps: int) -> tuple[float, float]:
     """Median ms of a synchronised step, and of the call alone (the host's share)."""
     walls, enqueues = [], []
     for _ in range(steps):
-        _sync(device)
+        sync(device)
         start = time.perf_counter()
         step()
         issued = time.perf_counter()
-        _sync(device)
+        sync(device)
         walls.append(time.perf_counter() - start)
         enqueues.append(issued - start)
     return 1e3 * statistics.median(walls), 1e3 * statistics.median(enqueues)
@@ -52,7 +47,7 @@ def kernel_times(step, device: str, steps: int) -> dict[str, tuple[int, float]]:
     with torch.profiler.profile(activities=activities) as prof:
         for _ in range(steps):
             step()
-        _sync(device)
+        sync(device)
     kernels: dict[str, tuple[int, float]] = {}
     for e in prof.key_averages():
         if e.device_type == torch.autograd.DeviceType.CUDA and e.self_device_time_total > 0:
@@ -73,10 +68,7 @@ def profile(name: str, modes: list[str], args) -> None:
             for _ in range(3):
                 step()
         steps[mode] = step
-    rows: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for _ in range(args.rounds):
-        for mode, step in steps.items():
-            rows[mode].append(host_times(step, args.device, args.steps))
+    rows = interleaved(steps, args.rounds, lambda step: host_times(step, args.device, args.steps))
     print(f"== {name} / {phase}{' / freezing' if args.freezing else ''}: wall ms, enqueue ms per round")
     for mode in modes:
         walls = [w for w, _ in rows[mode]]

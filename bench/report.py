@@ -42,7 +42,8 @@ def _ratios(row: dict, by_mode: dict[str, dict], latency: str) -> dict[str, floa
         ref = by_mode.get(base + suffix, {})
         ratios[f"kernels_vs_{base}"] = _ratio(row.get("kernels_total"), ref.get("kernels_total"))
         paired = _paired_speedups(row, ref) if latency == "latency_ms" and ref is not row else None
-        ratios[f"speedup_vs_{base}"] = statistics.median(paired) if paired else _ratio(ref.get(latency), row.get(latency))
+        ratios[f"speedup_vs_{base}"] = (statistics.median(paired) if paired
+                                        else _ratio(ref.get(latency), row.get(latency)))
         ratios[f"speedup_range_vs_{base}"] = (min(paired), max(paired)) if paired else None
     return ratios
 
@@ -140,9 +141,9 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         f"fused C++ function. ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step "
         "(every mode of a model compiled, then timed in interleaved rounds; with several rounds, the median over "
         "them ± half their spread) and speedup is baseline latency/mode latency (higher is better; with several "
-        "rounds, the median of the per-round ratios and their range). Compile "
-        "times are cold (caches off, no other compile of the model reused) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile with the batch dim "
-        "marked dynamic and are compared with the baselines compiled the same way.",
+        "rounds, the median of the per-round ratios and their range). Compile times are cold (caches off, no "
+        "other compile of the model reused) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile "
+        "with the batch dim marked dynamic and are compared with the baselines compiled the same way.",
     ]
     for phase in dict.fromkeys(row["phase"] for row in rows):
         lines += ["", f"## {'Inference' if phase == 'infer' else 'Training step'} ({phase})", ""]

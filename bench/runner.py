@@ -145,7 +145,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
             step = make_step(compiled.fn, model, inputs, phase)
             start = time.perf_counter()
             out = step()
-            _sync(settings["device"])
+            measure.sync(settings["device"])
             first_call_s = time.perf_counter() - start
     except Exception as err:  # a failing compile is a result to report, not a harness crash
         if not keep:  # a reset would also drop the modes kept for timing: they would recompile unpatched
@@ -168,19 +168,24 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     return row, outcome, step
 
 
-def paired_latency(steps: dict[str, Callable[[], object]], device: str, rounds: int,
-                   min_seconds: float) -> dict[str, list[dict]]:
-    """``measure.latency`` of every compiled mode, in ``rounds`` interleaved rounds whose order rotates,
+def interleaved(steps: dict[str, Callable[[], object]], rounds: int, time_one: Callable) -> dict[str, list]:
+    """``time_one(step)`` of every compiled mode, in ``rounds`` interleaved rounds whose order rotates,
     so drift in clocks and host load hits every mode alike. Small steps are bound by the host issuing
     launches, and two compiles timed minutes apart differ by more than the modes do; the spread of one
     mode over the rounds is the noise a ratio must beat."""
     names = list(steps)
-    runs: dict[str, list[dict]] = {name: [] for name in names}
+    runs: dict[str, list] = {name: [] for name in names}
     for r in range(rounds):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
-            runs[name].append(measure.latency(steps[name], device, min_seconds))
+            runs[name].append(time_one(steps[name]))
     return runs
+
+
+def paired_latency(steps: dict[str, Callable[[], object]], device: str, rounds: int,
+                   min_seconds: float) -> dict[str, list[dict]]:
+    """``measure.latency`` of every compiled mode, in interleaved rounds (``interleaved``)."""
+    return interleaved(steps, rounds, lambda step: measure.latency(step, device, min_seconds))
 
 
 def latency_summary(runs: list[dict]) -> dict:
@@ -216,7 +221,3 @@ def eager_reference(builder: Callable, phase: str, settings: dict) -> Outcome:
     out = make_step(model, model, inputs, phase)()
     return _outcome(out, model, inputs)
 
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()

@@ -38,6 +38,7 @@ class Extraction:
     gap: float | None = None  # ILP relative optimality gap when it stopped at the time limit
     ilp_status: str = "not run"
     candidates: dict[str, float] | None = None  # extractor → program cost, for the report
+    search_cut: bool = False  # the hill climbs or the undo stopped at their time limit, not on an optimum
 
     @property
     def improved(self) -> bool:
@@ -116,7 +117,11 @@ def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
         for c, n in choice.items())
 
 
-LOCAL_SEARCH_SECONDS = 2.0
+# The hill climbs and the undo after the ILP share this many seconds at most (a run that converges stops
+# sooner: interformer's pre-grad graph 0.9 s, its backward 3 s on a 2-core box). They once shared the ILP's
+# 1 s, and a slower host stopped them half way: interformer's training step on the H200 measured 184 or 202
+# launches from run to run.
+SEARCH_SECONDS = 8.0
 
 
 def _reaches(view: EGraphView, choice: Choice, start: Iterable[str], target: str) -> bool:
@@ -188,8 +193,10 @@ def _reaching(view: EGraphView, targets: set[str]) -> set[str]:
 
 def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,
             original: Choice | None = None, before: ProgramCost | None = None,
-            batched: Iterable[str] = (), fused_forms: Iterable[str] = ()) -> Extraction:
-    """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``.
+            batched: Iterable[str] = (), fused_forms: Iterable[str] = (),
+            search_seconds: float = SEARCH_SECONDS) -> Extraction:
+    """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``,
+    then hill climbs on the fused price and the undo of unpaid rewrites within ``search_seconds``.
 
     ``original`` (a choice in this view, from :func:`eqsat.original.input_program`) is the input
     program: it is returned, with extractor "input", unless a candidate is strictly cheaper.
@@ -232,9 +239,10 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     # from one rarely reaches the other's basin (a fusion is many swaps at once).
     starts = [min((k for k in priced if k != "batched"), key=lambda k: priced[k].cost)]
     starts += ["batched"] if "batched" in priced else []
+    search_end = time.perf_counter() + search_seconds
     for start in starts:
         searched = fusion_search(view, roots, model, candidates[start], priced[start].cost, full, costs,
-                                 min(LOCAL_SEARCH_SECONDS, time_limit - (time.perf_counter() - t0)))
+                                 search_end - time.perf_counter())
         if searched is not None:
             found = model.program_cost(view, searched, roots)
             if "local" not in priced or found.cost < priced["local"].cost:
@@ -244,11 +252,12 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     chosen, after = candidates[name], priced[name]
     if original is not None and name != "input":
         undone = undo_unpaid(view, roots, model, chosen, after.cost, original, full,
-                             max(0.0, time_limit - (time.perf_counter() - t0)))
+                             search_end - time.perf_counter())
         if undone is not None:
             chosen, after = undone, model.program_cost(view, undone, roots)
     return Extraction(chosen, after.cost, name, time.perf_counter() - t0, after,
-                      before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()})
+                      before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()},
+                      search_cut=time.perf_counter() >= search_end)
 
 
 def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Choice, cost: float,

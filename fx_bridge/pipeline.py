@@ -19,7 +19,7 @@ import torch
 from eqsat.cost import CostModel, ProgramCost
 from eqsat.deadline import Deadline, OutOfTime
 from eqsat.egraph import Budget, Session
-from eqsat.extract import Extraction, extract
+from eqsat.extract import SEARCH_SECONDS, Extraction, extract
 from eqsat.original import InputProgram, input_program
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
@@ -61,7 +61,7 @@ MAX_RESERVE_SHARE = 0.4
 # they would run past the budget.
 AFTER_LOAD = 0.5
 
-# The ILP (and the fusion search after it) refine the bottom-up program; they get at most this share of
+# The ILP refines the bottom-up program; it gets at most this share of
 # the time the optimizer spent before extraction, and at least ILP_MIN_SECONDS. Its LP relaxation
 # is weak on wide lists: on a 1,024-way split→sigmoid→cat (LP bound 4.8, optimum 14.4, the bottom-up
 # program) HiGHS took 2.9 s to prove what bottom-up found, after 1.5 s for everything else.
@@ -258,18 +258,21 @@ def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
                     deadline: Deadline | None = None) -> Extracted:
     """The cheapest program in the saturated e-graph; the input program when nothing is cheaper.
     The ILP gets the least of ``ilp_seconds``, what the deadline leaves after pricing, and its share
-    of the time spent so far (``ILP_SHARE``)."""
+    of the time spent so far (``ILP_SHARE``); the fusion search after it what the deadline leaves then,
+    at most ``SEARCH_SECONDS``."""
     view = view_of(built.session, low)
     found = input_program(view, low.originals, low.roots)
-    ilp_seconds = opts.ilp_seconds
+    ilp_seconds, search_seconds = opts.ilp_seconds, SEARCH_SECONDS
     if deadline is not None:
-        ilp_seconds = min(ilp_seconds, deadline.left() - built.reserve(built.session.size()),
-                          max(ILP_MIN_SECONDS, ILP_SHARE * deadline.elapsed()))
+        free = deadline.left() - built.reserve(built.session.size())
+        ilp_seconds = min(ilp_seconds, free, max(ILP_MIN_SECONDS, ILP_SHARE * deadline.elapsed()))
+        search_seconds = max(0.0, min(search_seconds, free - max(ilp_seconds, 0.0)))
         if ilp_seconds <= 0:
             deadline.out_of_time("extract")
     ex = extract(view, found.roots, cost, ilp_seconds, original=found.choice, before=built.before,
                  batched=[view.lets[m] for m in built.batched if m in view.lets],
-                 fused_forms=[view.lets[f] for f in built.inserted if f in view.lets])
+                 fused_forms=[view.lets[f] for f in built.inserted if f in view.lets],
+                 search_seconds=search_seconds)
     return Extracted(view, found, ex)
 
 
@@ -295,6 +298,9 @@ def _record(report: Report, built: Built, ex: Extracted, rules: list[Rule]) -> N
     """Costs before/after (the first round's input is the graph's), extractor and the rules used."""
     x = ex.extraction
     report.extractor, report.ilp_status, report.ilp_gap = x.extractor, x.ilp_status, x.gap
+    if x.search_cut:
+        report.notes.append("the fusion search stopped at its time limit: a faster machine or a larger "
+                            "seconds= may find a cheaper program")
     if not report.cost_before:
         report.cost_before, report.kernels_before = built.before.cost, built.before.kernels
     if not x.improved:

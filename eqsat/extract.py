@@ -196,7 +196,8 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
             batched: Iterable[str] = (), fused_forms: Iterable[str] = (),
             search_seconds: float = SEARCH_SECONDS) -> Extraction:
     """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``,
-    then hill climbs on the fused price and the undo of unpaid rewrites within ``search_seconds``.
+    then hill climbs on the fused price and the undo of unpaid rewrites within ``search_seconds``
+    (none left: neither they nor the batched candidate are built, so ``seconds=`` holds).
 
     ``original`` (a choice in this view, from :func:`eqsat.original.input_program`) is the input
     program: it is returned, with extractor "input", unless a candidate is strictly cheaper.
@@ -226,6 +227,7 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
                 candidates["ilp"] = reachable(view, roots, res.choice)
     if original is not None:
         candidates["input"] = reachable(view, roots, original)
+    if original is not None and search_seconds > 0:  # out of time: the optional candidate too
         reach = _reaching(view, set(fused_forms))
         banned = {n for c in batched for n in view.classes.get(c, ())
                   if not any(k in reach for k in view.nodes[n].children)}

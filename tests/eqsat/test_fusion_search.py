@@ -18,13 +18,13 @@ from fx_bridge.pipeline import build, extract_program
 from rules.library import select
 
 
-def _saturated(model, x, **options):
+def _saturated(model, *x, **options):
     captured = {}
 
     def grab(gm, ex):
         captured.update(gm=gm, ex=ex)
         return gm.forward
-    torch.compile(model, backend=grab)(x)
+    torch.compile(model, backend=grab)(*x)
     low = lower(captured["gm"], captured["ex"])
     opts = Options.of(options)
     cost = CostModel.for_device("cpu")
@@ -62,3 +62,27 @@ def test_a_search_cut_by_its_time_limit_is_reported(monkeypatch):
     model, x = _mlp()
     _, report = optimize(torch.fx.symbolic_trace(model), (x,))
     assert any("fusion search stopped at its time limit" in n for n in report.notes), report.notes
+
+
+class _TwoBranches(nn.Module):
+    """Two linears on two inputs: a horizontal batch, so extraction has a "batched" candidate."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        return torch.cat([torch.tanh(self.a(x)), torch.tanh(self.b(y))], 1)
+
+
+def test_without_search_time_the_optional_candidates_are_not_built(monkeypatch):
+    """When the budget leaves no time after the ILP, extraction keeps to what it must price: no batched
+    candidate, no hill climb, no undo (a 4,096-piece graph spent 3.4 s there with a 5 s budget)."""
+    torch.manual_seed(0)
+    xs = (torch.randn(64, 8), torch.randn(64, 8))
+    ex, _ = _saturated(_TwoBranches(), *xs)
+    assert "batched" in ex.extraction.candidates
+    monkeypatch.setattr(pipeline, "SEARCH_SECONDS", 0.0)
+    ex, _ = _saturated(_TwoBranches(), *xs)
+    assert not {"batched", "local"} & set(ex.extraction.candidates), ex.extraction.candidates
+    assert ex.extraction.search_cut

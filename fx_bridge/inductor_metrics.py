@@ -7,6 +7,7 @@ upgrade that moves a counter or renames a pass list breaks one small file, not t
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -38,13 +39,51 @@ def reset() -> None:
     """Zero the kernel metrics and the Inductor/Dynamo counters before a measured compile."""
     metrics.reset()
     counters.clear()
+    _discarded[0] = 0
 
 
 def kernel_counts() -> dict[str, int]:
-    """Kernels Inductor generated and extern calls (mm, bmm, fallbacks) it emitted since `reset`."""
-    generated = int(metrics.generated_kernel_count)
+    """Kernels Inductor generated and extern calls (mm, bmm, fallbacks) it emitted since `reset`.
+
+    ``generated`` is ``generated_kernel_count`` less the loop nests of abandoned outer-loop fusion
+    attempts (``discarded``, see ``_count_discarded_attempts``): what the emitted code holds."""
+    discarded = _discarded[0]
+    generated = int(metrics.generated_kernel_count) - discarded
     extern = int(counters["inductor"].get("extern_calls", 0))
-    return {"generated": generated, "extern": extern, "total": generated + extern}
+    return {"generated": generated, "extern": extern, "total": generated + extern, "discarded": discarded}
+
+
+_discarded = [0]  # loop nests counted for outer-loop fusion attempts the C++ backend abandoned
+
+
+def _count_discarded_attempts() -> None:
+    """The C++ backend codegens the loop nests of an outer-loop fused node together; when the nests
+    turn out not to share the outer loops it drops that code and codegens each nest again on its own
+    (``CppScheduling.codegen_outer_loop_node``). ``generated_kernel_count`` counts both tries, so a
+    reduction with a pointwise epilogue counts 4 where the code holds 2 loop nests. A failed try
+    leaves ``cpp_outer_loop_fused_inner_counts`` unchanged; its surplus is counted here."""
+    try:
+        from torch._inductor.codegen.cpp import CppScheduling
+    except ImportError:  # a torch without the C++ backend's scheduling: nothing to correct
+        return
+    codegen = getattr(CppScheduling, "codegen_outer_loop_node", None)
+    fused = getattr(metrics, "cpp_outer_loop_fused_inner_counts", None)
+    if codegen is None or fused is None or getattr(codegen, "counts_discarded", False):
+        return
+
+    @functools.wraps(codegen)
+    def counted(self, node):
+        kernels, fused_before = metrics.generated_kernel_count, len(metrics.cpp_outer_loop_fused_inner_counts)
+        codegen(self, node)
+        if len(metrics.cpp_outer_loop_fused_inner_counts) == fused_before:
+            kept = len(node.get_outer_nodes())
+            _discarded[0] += max(0, metrics.generated_kernel_count - kernels - kept)
+
+    counted.counts_discarded = True
+    CppScheduling.codegen_outer_loop_node = counted
+
+
+_count_discarded_attempts()
 
 
 _LAUNCH = re.compile(r"^\s+(cpp_fused_\w+\(|triton_\w+\.run\()", re.M)

@@ -107,21 +107,6 @@ def test_no_more_launches_than_inductor_alone(name):
     assert _launches("eqsat", name) <= _launches("inductor", name)
 
 
-# (model, phase) → why eqsat's CPU counter is still above Optimus', with the measured Inductor / Optimus /
-# eqsat totals (small size, as the bench harness builds them) and, where eqsat is faster all the same,
-# the CPU latency eqsat vs Optimus (one thread unless said, min of 15 × 200 calls); strict: a case that
-# starts passing must have its entry removed
-ABOVE_OPTIMUS = {
-    ("parity_group_linear", "infer"): "8 / 8 / 11: decompose_linear turns two small addmms into C++ loop nests;"
-        " Inductor emits each as a function of its own between the remaining addmm calls (the CPU model fuses"
-        " them with the relu of the cat they write into). Faster all the same: 38 vs 45 us at one thread,"
-        " 59 vs 69 us at two, so the counter is not chased",
-    ("parity_group_linear", "train"): "24 / 24 / 28: the post-grad pass decomposes two small addmms of the"
-        " forward and two mms of the backward the same way (12 loop nests + 12 externs become 20 + 8);"
-        " 291 vs 295 us a step",
-}
-
-
 def _counter(mode, name, phase):
     """Inductor's CPU kernel counter (loop nests plus extern calls) for one inference call or one
     training step (forward and backward), built and run as ``python -m bench run`` does."""
@@ -137,16 +122,9 @@ def _counter(mode, name, phase):
     return inductor_metrics.kernel_counts()["total"]
 
 
-def _counter_cases():
-    for name in sorted(CASES) + ["parity_dropouts"]:
-        for phase in ("infer", "train"):
-            why = ABOVE_OPTIMUS.get((name, phase))
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-            yield pytest.param(name, phase, marks=marks, id=f"{name}-{phase}")
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name,phase", list(_counter_cases()))
+@pytest.mark.parametrize("name,phase", [(n, p) for n in sorted(CASES) + ["parity_dropouts"]
+                                        for p in ("infer", "train")])
 def test_cpu_kernels_no_more_than_optimus(name, phase):
     optimus, ours = (_counter(m, name, phase) for m in ("inductor_optimus", "eqsat"))
     assert ours <= optimus, {"optimus": optimus, "eqsat": ours}

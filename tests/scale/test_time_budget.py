@@ -1,9 +1,11 @@
 """``seconds=`` bounds the whole optimizer, and what it stops with is correct and no costlier.
 
-The wide split→sigmoid→cat on 2,048 pieces (with its horizontal candidates) saturates and extracts in
-~3.3 s on this 2-core box idle, more under load (~7 s when this test was written, which then had 5 s;
-8,192 pieces: over 1.5 s just to lower and build). With 3 s the optimizer must stop on time, keep the
-rewrites found so far (anytime), and extract the best program among them.
+The wide split→sigmoid→cat on 2,048 pieces (with its horizontal candidates) takes ~6.4 s to lower,
+build, saturate and extract on this 2-core box idle (build 1.1-2.0 s, saturation 2.5 s), and twice that
+under a full test run's load. A fixed budget either let it finish or cut it before its first iteration,
+depending on the load; so the budget is a share of what the whole run just took in the same process:
+the optimizer must stop on time, keep the rewrites found so far (anytime), and extract the best program
+among them.
 """
 import time
 
@@ -17,8 +19,12 @@ from fx_bridge.lower import lower
 from fx_bridge.options import Options
 from fx_bridge.pipeline import build
 
-SECONDS = 3.0
-SLACK = 0.1 * SECONDS + 0.5  # 10 %, plus one egglog command that cannot be interrupted
+BUDGET_SHARE = 0.85  # of the uncut run: past the first iteration (with the extraction reserve, 40 % of
+#                     the budget at most), short of saturation plus extraction
+
+
+def _slack(seconds: float) -> float:
+    return 0.1 * seconds + 0.5  # 10 %, plus one egglog command that cannot be interrupted
 
 
 def _price(gm, inputs) -> float:
@@ -31,14 +37,18 @@ def _price(gm, inputs) -> float:
     return build(lower(gm, inputs), [], Options(), cost).before.cost
 
 
-@pytest.mark.slow  # timing-dependent: on an idle fast machine the graph may saturate inside the budget
-def test_seconds_bounds_a_graph_that_takes_far_longer_and_the_partial_result_is_correct():
+@pytest.mark.slow  # timing-dependent: the budget follows this machine's speed, measured just before
+def test_seconds_bounds_a_graph_that_takes_longer_and_the_partial_result_is_correct():
     gm, inputs = split_pointwise_cat(2048, identity_cat=True)
     expected = gm(*inputs)
     t0 = time.perf_counter()
-    new_gm, report = optimize(gm, inputs, {"seconds": SECONDS})
+    _, uncut = optimize(gm, inputs, {"seconds": 120.0})
+    seconds = BUDGET_SHARE * (time.perf_counter() - t0)
+    assert uncut.stop_reason == "saturated", uncut.summary()
+    t0 = time.perf_counter()
+    new_gm, report = optimize(gm, inputs, {"seconds": seconds})
     elapsed = time.perf_counter() - t0
-    assert elapsed <= SECONDS + SLACK, (elapsed, report.phase_seconds)
+    assert elapsed <= seconds + _slack(seconds), (elapsed, seconds, report.phase_seconds)
     assert report.stop_reason.startswith("time budget ("), report.stop_reason
     assert report.peak_rss_mb > 0
     # anytime: the rewrite found before the budget ran out is kept, not thrown away
@@ -56,7 +66,7 @@ def test_a_budget_too_short_to_build_keeps_the_input(seconds, pieces):
     t0 = time.perf_counter()
     new_gm, report = optimize(gm, inputs, {"seconds": seconds})
     elapsed = time.perf_counter() - t0
-    assert elapsed <= seconds + 0.1 * seconds + 0.5, (elapsed, report.phase_seconds)
+    assert elapsed <= seconds + _slack(seconds), (elapsed, report.phase_seconds)
     assert report.stop_reason.startswith("time budget ("), report.stop_reason
     assert not report.changed and new_gm is gm
 

@@ -138,7 +138,7 @@ def _reaches(view: EGraphView, choice: Choice, start: Iterable[str], target: str
 
 
 def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: Choice, start_cost: float,
-                  full: Choice, costs: dict[str, float], seconds: float) -> Choice | None:
+                  full: Choice, costs: dict[str, float], seconds: float) -> tuple[Choice | None, bool]:
     """Hill climbing on the whole-program price: the per-node costs the ILP optimises cannot see that
     a program which looks dearer node by node fuses into fewer kernels (``mm`` + ``relu`` against a
     broadcast product, its sum and the ``relu`` in one kernel). Each step swaps one chosen class to
@@ -146,23 +146,24 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
     priced with fusion (``CostModel.program_cost``), gets strictly cheaper. A pass tries every swap
     once, in order of node-cost change, and passes repeat until one finds nothing: the result depends
     on the e-graph alone, not on how fast the machine is, unless ``seconds`` runs out first (anytime:
-    the best program so far). None when nothing cheaper was found."""
+    the best program so far). (The program, None when nothing cheaper was found; whether ``seconds``
+    ran out before a pass found nothing.)"""
     t_end = time.perf_counter() + seconds
     best, best_cost, improved = dict(start), start_cost, False
-    moved = True
-    while moved and time.perf_counter() < t_end:
+    moved = cut = True
+    while moved and not (cut := time.perf_counter() >= t_end):
         moved = False
         swaps = sorted(((costs[n] - costs[best[c]], c, n) for c in best for n in view.classes.get(c, ())
                         if n != best[c] and all(k in full for k in view.nodes[n].children)))
         for _, cls, nid in swaps:
-            if time.perf_counter() >= t_end:
+            if cut := time.perf_counter() >= t_end:
                 break
             if best.get(cls) == nid or cls not in best:  # an earlier swap of this pass changed the program
                 continue
             swapped = _swap(view, roots, model, {**full, **best}, cls, nid)
             if swapped is not None and swapped[1] < best_cost * (1 - 1e-9):
                 (best, best_cost), improved, moved = swapped, True, True
-    return best if improved else None
+    return (best if improved else None), cut
 
 
 def _swap(view: EGraphView, roots: list[str], model: CostModel, base: Choice, cls: str,
@@ -241,10 +242,11 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     # from one rarely reaches the other's basin (a fusion is many swaps at once).
     starts = [min((k for k in priced if k != "batched"), key=lambda k: priced[k].cost)]
     starts += ["batched"] if "batched" in priced else []
-    search_end = time.perf_counter() + search_seconds
+    search_end, cut = time.perf_counter() + search_seconds, False
     for start in starts:
-        searched = fusion_search(view, roots, model, candidates[start], priced[start].cost, full, costs,
+        searched, stopped = fusion_search(view, roots, model, candidates[start], priced[start].cost, full, costs,
                                  search_end - time.perf_counter())
+        cut |= stopped
         if searched is not None:
             found = model.program_cost(view, searched, roots)
             if "local" not in priced or found.cost < priced["local"].cost:
@@ -253,33 +255,35 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
     chosen, after = candidates[name], priced[name]
     if original is not None and name != "input":
-        undone = undo_unpaid(view, roots, model, chosen, after.cost, original, full,
-                             search_end - time.perf_counter())
+        undone, stopped = undo_unpaid(view, roots, model, chosen, after.cost, original, full,
+                                      search_end - time.perf_counter())
+        cut |= stopped
         if undone is not None:
             chosen, after = undone, model.program_cost(view, undone, roots)
     return Extraction(chosen, after.cost, name, time.perf_counter() - t0, after,
                       before or priced.get("input"), gap, ilp_status, {k: v.cost for k, v in priced.items()},
-                      search_cut=time.perf_counter() >= search_end)
+                      search_cut=cut)
 
 
 def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Choice, cost: float,
-                original: Choice, full: Choice, seconds: float) -> Choice | None:
+                original: Choice, full: Choice, seconds: float) -> tuple[Choice | None, bool]:
     """Put back, one class at a time, every input node whose rewrite the price does not need: the
     program may not get dearer. A rewrite the model sees no gain in is a risk with no reward: the model
     cannot see everything Inductor does (a stack of two multiplies that every consumer inlines saves
     nothing, yet its indexing pushes Inductor to materialise a fused kernel's operand: Llama's rotary
     ``cos``/``sin`` scaling at size small on the H200, one launch more a layer). Rewrites that pay
-    together stay: undoing one of them alone makes the program dearer. None when nothing was put back."""
+    together stay: undoing one of them alone makes the program dearer. (The program, None when nothing
+    was put back; whether ``seconds`` ran out before a pass put nothing back.)"""
     t_end = time.perf_counter() + seconds
-    best, best_cost, undone, moved = dict(choice), cost, False, True
-    while moved and time.perf_counter() < t_end:
+    best, best_cost, undone, moved, cut = dict(choice), cost, False, True, True
+    while moved and not (cut := time.perf_counter() >= t_end):
         moved = False
         for cls in [c for c in best if c in original and best[c] != original[c]]:
-            if time.perf_counter() >= t_end:
+            if cut := time.perf_counter() >= t_end:
                 break
             if cls not in best or best[cls] == original[cls]:  # an earlier undo of this pass reached it
                 continue
             swapped = _swap(view, roots, model, {**full, **original, **best}, cls, original[cls])
             if swapped is not None and swapped[1] <= best_cost * (1 + 1e-9):
                 (best, best_cost), undone, moved = swapped, True, True
-    return best if undone else None
+    return (best if undone else None), cut

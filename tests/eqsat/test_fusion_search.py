@@ -55,6 +55,32 @@ def test_fusion_search_stops_on_a_local_optimum(ilp_seconds):
             assert cost.program_cost(view, reachable(view, roots, trial), roots).cost >= best * (1 - 1e-9)
 
 
+def test_a_search_that_converged_is_not_reported_cut_when_its_clock_runs_out_after(monkeypatch):
+    """``search_cut`` says whether the hill climbs and the undo stopped short of an optimum, not whether
+    the clock had passed their limit by the time extraction read it again."""
+    import eqsat.extract as extract
+
+    late = []
+    real_undo, real_clock = extract.undo_unpaid, extract.time.perf_counter
+
+    def undo_then_stall(*args):
+        out = real_undo(*args)
+        late.append(True)  # every clock read from now on is past any limit
+        return out
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            return real_clock() + (1e6 if late else 0.0)
+
+    monkeypatch.setattr(extract, "undo_unpaid", undo_then_stall)
+    monkeypatch.setattr(extract, "time", Clock)
+    model, x = _mlp()
+    ex, _ = _saturated(model, x)
+    assert late and ex.extraction.extractor == "local"
+    assert not ex.extraction.search_cut
+
+
 def test_a_search_cut_by_its_time_limit_is_reported(monkeypatch):
     monkeypatch.setattr(pipeline, "SEARCH_SECONDS", 0.0)
     model, x = _mlp()

@@ -52,7 +52,7 @@ def test_llama_under_the_gpu_model_keeps_only_the_rewrites_that_pay(undo, monkey
     from fx_bridge import pipeline
     monkeypatch.setattr(pipeline, "ILP_MIN_SECONDS", 5.0)
     if not undo:
-        monkeypatch.setattr(extract, "undo_unpaid", lambda *args, **kwargs: None)
+        monkeypatch.setattr(extract, "undo_unpaid", lambda *args, **kwargs: (None, False))  # nothing put back, not cut
     backend = _under_the_gpu_model("llama", "eager", atol=1e-5)
     used = set(backend.reports[0].rules_used)
     assert backend.reports[0].ilp_status == "optimal", backend.reports[0].summary()

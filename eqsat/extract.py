@@ -150,7 +150,7 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
     ran out before a pass found nothing.)"""
     t_end = time.perf_counter() + seconds
     best, best_cost, improved = dict(start), start_cost, False
-    moved = cut = True
+    moved = True
     while moved and not (cut := time.perf_counter() >= t_end):
         moved = False
         swaps = sorted(((costs[n] - costs[best[c]], c, n) for c in best for n in view.classes.get(c, ())
@@ -244,8 +244,8 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     starts += ["batched"] if "batched" in priced else []
     search_end, cut = time.perf_counter() + search_seconds, False
     for start in starts:
-        searched, stopped = fusion_search(view, roots, model, candidates[start], priced[start].cost, full, costs,
-                                 search_end - time.perf_counter())
+        searched, stopped = fusion_search(view, roots, model, candidates[start], priced[start].cost, full,
+                                          costs, search_end - time.perf_counter())
         cut |= stopped
         if searched is not None:
             found = model.program_cost(view, searched, roots)
@@ -275,7 +275,7 @@ def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Ch
     together stay: undoing one of them alone makes the program dearer. (The program, None when nothing
     was put back; whether ``seconds`` ran out before a pass put nothing back.)"""
     t_end = time.perf_counter() + seconds
-    best, best_cost, undone, moved, cut = dict(choice), cost, False, True, True
+    best, best_cost, undone, moved = dict(choice), cost, False, True
     while moved and not (cut := time.perf_counter() >= t_end):
         moved = False
         for cls in [c for c in best if c in original and best[c] != original[c]]:

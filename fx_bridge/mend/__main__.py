@@ -1,8 +1,9 @@
-"""python -m fx_bridge.mend module:factory [--diff out.patch]
+"""python -m fx_bridge.mend module:factory [--diff out.patch] [--force]
 
 The factory returns (model, inputs): inputs a tuple of args, a dict of kwargs, or (args, kwargs).
 Prints each break before and after with its category and GB code, what was rewritten or left
 alone and why, the output check, writes the unified diff, and ends with `breaks: B -> A`.
+An existing diff file is refused (before any mending) unless --force is given.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 
 import torch
@@ -48,11 +50,14 @@ def _print_detection(label: str, det: Detection) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fx_bridge.mend", description=__doc__.splitlines()[0])
     parser.add_argument("factory", help="module:function returning (model, example inputs)")
-    parser.add_argument("--diff", default="mend.patch", help="where to write the unified diff")
+    parser.add_argument("--diff", default="mend.patch", help="where to write the unified diff (default: mend.patch)")
+    parser.add_argument("--force", action="store_true", help="overwrite the --diff file if it exists")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--grad", action="store_true", help="run with autograd enabled (default: no_grad)")
     parser.add_argument("--no-explain", action="store_true", help="skip torch._dynamo.explain's own count")
     args = parser.parse_args(argv)
+    if os.path.exists(args.diff) and not args.force:
+        parser.error(f"{args.diff} exists; pass --force to overwrite it")
 
     model, inputs = load_factory(args.factory)()
     call_args, call_kwargs = split_inputs(inputs)
@@ -68,7 +73,7 @@ def main(argv=None) -> int:
     if report.suggestion:
         print(f"suggested config: {report.suggestion}")
     diff = unified_diff(report.decisions)
-    with open(args.diff, "w", encoding="utf-8") as f:
+    with open(args.diff, "wb" if args.force else "xb") as f:  # "xb": still refuse if it appeared meanwhile
         f.write(diff)
     print(f"diff: {args.diff} ({len(report.applied)} rewrites)")
     print(f"breaks: {report.before.breaks} -> {report.after.breaks}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+import io
+import os
 from collections import defaultdict
 
 import libcst as cst
@@ -12,8 +14,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from fx_bridge.mend.plan import Decision
 from fx_bridge.mend.predicate import RT
+from fx_bridge.mend.source import read_source
 
-IMPORT_LINE = f"import fx_bridge.mend.runtime as {RT}\n"
+IMPORT = f"import fx_bridge.mend.runtime as {RT}"
 
 
 class _Splice(cst.CSTTransformer):
@@ -72,16 +75,20 @@ def _render(text: str, decision: Decision) -> str:
 
 
 def rewrite_file(text: str, decisions: list[Decision]) -> str:
-    replacements = {(d.stmt.lineno, d.stmt.col_offset): _render(text, d) for d in decisions}
-    splice = _Splice(replacements)
-    module = MetadataWrapper(cst.parse_module(text)).visit(splice)
-    new = module.code
+    """`text` with the decisions' statements replaced; new lines take the file's line ending
+    (libcst's `default_newline`, that of its first line) and all else is kept as written."""
+    module = cst.parse_module(text)
+    newline = module.default_newline
+    lf_text = text.replace("\r\n", "\n").replace("\r", "\n")  # same lines and columns, one line ending
+    replacements = {(d.stmt.lineno, d.stmt.col_offset): _render(lf_text, d).replace("\n", newline)
+                    for d in decisions}
+    new = MetadataWrapper(module).visit(_Splice(replacements)).code
     if RT not in text:
-        new = _add_import(new)
+        new = _add_import(new, newline)
     return new
 
 
-def _add_import(text: str) -> str:
+def _add_import(text: str, newline: str) -> str:
     """Insert the runtime import after the module docstring and `from __future__` imports."""
     tree = ast.parse(text)
     after = 0
@@ -89,20 +96,35 @@ def _add_import(text: str) -> str:
         is_doc = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         if is_doc or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
             after = node.end_lineno
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[:after] + [IMPORT_LINE] + lines[after:])
+    lines = io.StringIO(text, newline="").readlines()  # str.splitlines also splits at \f, \x85, \u2028, ...
+    return "".join(lines[:after] + [IMPORT + newline] + lines[after:])
 
 
-def unified_diff(decisions: list[Decision]) -> str:
+def mended_source(filename: str, decisions: list[Decision]) -> tuple[bytes, bytes]:
+    """The file's bytes, and the mended file's: in the file's own encoding and line endings."""
+    text, encoding = read_source(filename)
+    with open(filename, "rb") as f:
+        old = f.read()
+    return old, rewrite_file(text, decisions).encode(encoding)
+
+
+def _marked(lines):
+    """`patch` reads a diff line without an ending as the end of the diff: mark it as git does."""
+    for line in lines:
+        yield line if line.endswith((b"\n", b"\r")) else line + b"\n\\ No newline at end of file\n"
+
+
+def unified_diff(decisions: list[Decision]) -> bytes:
+    """One unified diff over all files, made on bytes, so that each file's part is in its own
+    encoding and line endings and applying it gives exactly the mended file."""
     by_file: dict[str, list[Decision]] = defaultdict(list)
     for d in decisions:
         if d.rule:
             by_file[d.filename].append(d)
     chunks = []
     for filename, group in sorted(by_file.items()):
-        with open(filename, encoding="utf-8") as f:
-            old = f.read()
-        new = rewrite_file(old, group)
-        chunks.append("".join(difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), f"a{filename}", f"b{filename}")))
-    return "".join(chunks)
+        old, new = mended_source(filename, group)
+        lines = old.splitlines(keepends=True), new.splitlines(keepends=True)  # bytes split at \r and \n only
+        chunks += _marked(difflib.diff_bytes(difflib.unified_diff, *lines,
+                                             os.fsencode(f"a{filename}"), os.fsencode(f"b{filename}")))
+    return b"".join(chunks)

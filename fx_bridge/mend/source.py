@@ -6,7 +6,16 @@ import ast
 import functools
 import gc
 import os
+import tokenize
 import types
+
+
+def read_source(filename: str) -> tuple[str, str]:
+    """A user's file as text, with its line endings as written (the diff must keep them), and its
+    encoding: the PEP 263 coding line or BOM, else UTF-8, as Python itself reads it."""
+    with tokenize.open(filename) as f:
+        f.reconfigure(newline="")
+        return f.read(), f.encoding
 
 
 @functools.cache
@@ -14,11 +23,9 @@ def parse_file(filename: str) -> ast.Module | None:
     """The whole file's AST (line numbers are the real ones), or None when it is not Python source."""
     if not filename.endswith(".py") or not os.path.exists(filename):
         return None
-    with open(filename, encoding="utf-8") as f:
-        text = f.read()
     try:
-        return ast.parse(text, filename)
-    except SyntaxError:
+        return ast.parse(read_source(filename)[0], filename)
+    except (SyntaxError, UnicodeDecodeError):
         return None
 
 

@@ -46,7 +46,7 @@ def test_diff_keeps_comments_and_patched_file_is_break_free(tmp_path):
         assert (report.before.breaks, report.after.breaks) == (2, 0)
         applied = report.applied
         new_text = rewrite_file(SOURCE, applied)
-        diff = unified_diff(applied)
+        diff = unified_diff(applied).decode()  # bytes: each file in its own encoding (UTF-8 here)
     finally:
         report.patch.undo()
     for kept in ('"""A user\'s module."""', "# scale first", "# keep this comment", "return y * 3   # odd spacing kept"):

@@ -1,0 +1,111 @@
+"""The CLI on real files: a PEP 263 coding line, CRLF line endings, no final newline, and a diff
+file that is already there. Each diff is applied with GNU `patch`, as a reviewer would."""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="needs GNU patch")
+
+SOURCE = textwrap.dedent('''\
+    """A user's module."""
+    import torch
+
+
+    def forward(x):
+        y = x * 2  # keep this comment
+        print("y", y)
+        if y.sum() > 0:  # data-dependent
+            y = y + 1
+        return y * 3
+''')
+
+
+def _user_files(tmp_path, files: dict[str, bytes]) -> None:
+    """The user's modules, and a factory whose model calls each one's `forward`."""
+    for name, data in files.items():
+        (tmp_path / f"{name}.py").write_bytes(data)
+    calls = " + ".join(f"{name}.forward(x)" for name in files)
+    (tmp_path / "factory.py").write_text(
+        f"import torch\nimport {', '.join(files)}\n\n\ndef model(x):\n    return {calls}\n\n\n"
+        "def factory():\n    return model, (torch.arange(3.0),)\n")
+
+
+def _mend_cli(tmp_path, *args):
+    path = [str(tmp_path), os.getcwd(), os.environ.get("PYTHONPATH", "")]
+    return subprocess.run(
+        [sys.executable, "-m", "fx_bridge.mend", "factory:factory", "--no-explain", *args],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(path)), timeout=300,
+    )
+
+
+def _apply(diff) -> subprocess.CompletedProcess:
+    """`patch -p1` from / (the diff names files a/<absolute path>), with no fuzz: all context must match."""
+    command = ["patch", "-p1", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "-d", "/", "-i", str(diff)]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_latin1_file_with_coding_line_mends_and_stays_latin1(tmp_path):
+    """0xE9 is not UTF-8; 0x85 decodes to U+0085, a line break to `str.splitlines` but not to Python."""
+    text = "# -*- coding: latin-1 -*-\n" + SOURCE.replace("A user's", "Caf\xe9 \x85 cr\xe8me,").replace('"y"', '"y\xe9"')
+    user = tmp_path / "latin.py"
+    _user_files(tmp_path, {"latin": text.encode("latin-1")})
+    x = torch.arange(3.0)
+    expected = _load(user, "latin").forward(x)
+    diff = tmp_path / "mend.patch"
+    result = _mend_cli(tmp_path, "--diff", str(diff))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1] == "breaks: 2 -> 0"
+    applied = _apply(diff)
+    assert applied.returncode == 0, applied.stdout
+    mended = user.read_bytes()
+    assert mended.startswith(b'# -*- coding: latin-1 -*-\n"""Caf\xe9 \x85 cr\xe8me, module."""\n'
+                             b"import fx_bridge.mend.runtime as __mend_rt__\nimport torch\n")
+    assert b"__mend_rt__.defer(" in mended and b"y\xe9" in mended
+    assert torch.equal(_load(user, "latin_mended").forward(x), expected)
+
+
+def test_diff_keeps_each_files_line_endings_and_applies_byte_for_byte(tmp_path):
+    """A CRLF file and one without a final newline ("bare", first in the diff, so its last line
+    must not run into the next file's header), mended with an LF twin in one run: after `patch`,
+    each equals the mended twin in its own line endings."""
+    _user_files(tmp_path, {"bare": SOURCE.rstrip("\n").encode(), "crlf": SOURCE.replace("\n", "\r\n").encode(),
+                           "lf": SOURCE.encode()})
+    diff = tmp_path / "mend.patch"
+    result = _mend_cli(tmp_path, "--diff", str(diff))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1].endswith(" -> 0")
+    applied = _apply(diff)
+    assert applied.returncode == 0, applied.stdout
+    bare, crlf, lf = ((tmp_path / f"{name}.py").read_bytes() for name in ("bare", "crlf", "lf"))
+    assert b"__mend_rt__.select(" in lf and lf.endswith(b"\n")
+    assert crlf == lf.replace(b"\n", b"\r\n")
+    assert bare == lf[:-1]
+
+
+def test_existing_diff_file_is_kept_unless_force(tmp_path):
+    _user_files(tmp_path, {"user": SOURCE.encode()})
+    diff = tmp_path / "mend.patch"
+    diff.write_text("a review in progress\n")
+    refused = _mend_cli(tmp_path, "--diff", str(diff))
+    assert refused.returncode == 2
+    assert f"{diff} exists; pass --force to overwrite it" in refused.stderr
+    assert refused.stdout == ""  # refused before mending, not after minutes of it
+    assert diff.read_text() == "a review in progress\n"
+    forced = _mend_cli(tmp_path, "--diff", str(diff), "--force")
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    assert diff.read_bytes().startswith(f"--- a{tmp_path / 'user.py'}\n".encode())

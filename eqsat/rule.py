@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+# What a rule or family name may be: both are pasted into egglog text (``:ruleset``, ``:name``).
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -20,6 +23,11 @@ class Rule:
     # (constructors its pattern's root can be, constructors its replacement builds; "*": the
     # replacement is an existing e-class). The DSL compiler fills it in; None: read off the egglog.
     rewrites: tuple[frozenset[str], frozenset[str]] | None = None
+
+    def __post_init__(self):
+        for what, value in (("name", self.name), ("family", self.family)):
+            if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
+                raise ValueError(f"rule {what} {value!r} must be an identifier ({IDENTIFIER.pattern})")
 
     def egglog_commands(self) -> list[str]:
         """The commands tagged with this rule's ruleset and name (``name/k`` when there are several)."""

@@ -8,6 +8,7 @@ module in ``rules`` that imports torch.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ _PRIM = {
     "vec-remove": lambda v, i: tuple(v[:i]) + tuple(v[i + 1:]),
     "vec-of": lambda *xs: tuple(xs),
 }
+MAX_NUMEL = 4096  # sampled tensors stay small, however large the sizes a guard asks for
 _CMP = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
         "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
@@ -45,10 +47,11 @@ def _torch_pointwise(key: str):
 
 
 class Evaluator:
-    """Evaluates terms; in ``sampling`` mode an unbound variable gets a random value fitting its role."""
+    """Evaluates terms; in ``sampling`` mode an unbound variable gets a random value fitting its role.
+    ``sizes``: extra dim sizes to draw from, for guards that no dim of 1-4 satisfies."""
 
-    def __init__(self, rng: random.Random, sampling: bool = True):
-        self.rng, self.sampling, self.env = rng, sampling, {}
+    def __init__(self, rng: random.Random, sampling: bool = True, sizes: tuple[int, ...] = ()):
+        self.rng, self.sampling, self.sizes, self.env = rng, sampling, sizes, {}
 
     # -- variables ------------------------------------------------------------------------------
     def _bind(self, v, make):
@@ -81,7 +84,11 @@ class Evaluator:
     def _rand_shape(self, rank: int | None = None):
         if rank is None:
             rank = 0 if self.rng.random() < 0.1 else self.rng.randint(1, 4)
-        return tuple(self.rng.randint(1, 4) for _ in range(rank))
+        shape = tuple(self.rng.choice(self.sizes) if self.sizes and self.rng.random() < 0.5
+                      else self.rng.randint(1, 4) for _ in range(rank))
+        if math.prod(shape) > MAX_NUMEL:
+            raise Reject(f"{shape} has more than {MAX_NUMEL} elements")
+        return shape
 
     def _randn(self, shape):
         dtype = torch.float64 if self.rng.random() < 0.2 else torch.float32
@@ -341,9 +348,44 @@ def _describe(ev: Evaluator, rule: dsl.DslRule) -> str:
     return ", ".join(parts)
 
 
-def _compare(rule: dsl.DslRule, rng: random.Random, values: bool) -> tuple[bool, str | None]:
+def _constant(t):
+    """The value of a term without variables, else None."""
+    if isinstance(t, dsl.Lit):
+        return t.value
+    if isinstance(t, dsl.Call) and t.fn in _PRIM:
+        args = [_constant(a) for a in t.args]
+        if None not in args:
+            try:
+                return _PRIM[t.fn](*args)
+            except (ZeroDivisionError, IndexError):
+                return None
+    return None
+
+
+def _constants(t) -> set[int]:
+    """The ints ``t`` spells out: its constant subterms, and the sum of a constant list (sizes). List
+    indices are left out: ``x.shape[0]`` says nothing about sizes."""
+    value = _constant(t)
+    if isinstance(value, int):
+        return {value}
+    if isinstance(value, tuple):
+        return set(value) | {sum(value)}
+    if not isinstance(t, dsl.Call):
+        return set()
+    return set().union(*(_constants(a) for a in (t.args[:1] if t.fn == "vec-get" else t.args)))
+
+
+def _guard_sizes(rule: dsl.DslRule) -> tuple[int, ...]:
+    """Dim sizes beyond 1-4 around the constants the pattern and guard compare with (c-1, c, c+1: the
+    bounds of <, <=, ==, >=, >; 2c: a multiple), for a rule no small instance satisfies."""
+    consts = set().union(*(_constants(t) for t in [rule.lhs, *rule.given]),
+                         *(_constants(g.lhs) | _constants(g.rhs) for g in rule.when))
+    return tuple(sorted({v for c in consts for v in (c - 1, c, c + 1, 2 * c) if 4 < v <= MAX_NUMEL}))
+
+
+def _compare(rule: dsl.DslRule, rng: random.Random, values: bool, sizes=()) -> tuple[bool, str | None]:
     """One instance: (admitted, problem or None)."""
-    ev = Evaluator(rng)
+    ev = Evaluator(rng, sizes=sizes)
     try:
         lhs = ev.ev(rule.lhs)
         for t in rule.given:
@@ -368,26 +410,41 @@ def _compare(rule: dsl.DslRule, rng: random.Random, values: bool) -> tuple[bool,
     return True, None
 
 
+def _sample(r: dsl.DslRule, rng, values: bool, sizes, want: int, tries: int, res: CheckResult) -> int:
+    """Instances until ``want`` are admitted, ``tries`` are spent or one disagrees; how many were admitted."""
+    admitted = 0
+    for _ in range(tries):
+        res.tried += 1
+        ok, problem = _compare(r, rng, values, sizes)
+        admitted += ok
+        if problem:
+            res.problems.append(problem)
+            break
+        if admitted >= want:
+            break
+    return admitted
+
+
 def check(rule, want: int = 20, tries: int = 400, seed: int = 0, values: bool = True) -> CheckResult:
     """Compare pattern and replacement on up to ``want`` admitted random instances (both directions
-    of a bidirectional rule). ``result.ok`` is False, with messages, if any instance disagrees."""
+    of a bidirectional rule). ``result.ok`` is False, with messages, if any instance disagrees, or if
+    no instance is admitted even with the sizes the guard's constants call for: "no counterexample"
+    would then mean nothing was tested."""
     if not isinstance(rule, dsl.DslRule):
         raise TypeError(f"check() takes a DSL rule; {getattr(rule, 'name', rule)!r} is hand-written egglog")
     res = CheckResult(rule.name)
     directions = [rule] + ([dsl.DslRule(rule.name, rule.rhs, rule.lhs, rule.when, rule.family, rule.doc)]
                            if rule.bidirectional else [])
     for r in directions:
-        rng = random.Random(seed)
-        admitted = 0
-        for _ in range(tries):
-            res.tried += 1
-            ok, problem = _compare(r, rng, values)
-            admitted += ok
-            if problem:
-                res.problems.append(problem)
-                break
-            if admitted >= want:
-                break
+        rng, tried = random.Random(seed), res.tried
+        admitted = _sample(r, rng, values, (), want, tries, res)
+        sizes = _guard_sizes(r)
+        if not admitted and sizes:
+            admitted = _sample(r, rng, values, sizes, want, tries, res)
+        if not admitted:
+            dims = "1-4" + "".join(f", {n}" for n in sizes)
+            res.problems.append(f"rule {r.name!r}: the pattern and guard admitted no instance the checker could"
+                                f" test ({res.tried - tried} tried, dims {dims})")
         res.admitted += admitted
     return res
 

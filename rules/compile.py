@@ -176,8 +176,6 @@ def _heads(lhs, rhs) -> tuple[set[str], set[str]]:
 
 
 def compile_rule(r: dsl.DslRule) -> Rule:
-    if not r.name.replace("_", "").isalnum():
-        raise RuleError(f"rule name {r.name!r}: use letters, digits and underscores")
     check_bound(r)
     cmds, decls = _direction(r, r.lhs, r.rhs)
     lhs, rhs = _heads(r.lhs, r.rhs)

@@ -12,13 +12,25 @@ trees with torch. Nothing here runs Python during saturation.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from eqsat import ops
+from eqsat.rule import IDENTIFIER
 
 class RuleError(ValueError):
     """A malformed rule, refused before it reaches the e-graph."""
+
+
+_VAR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a leading _ is the compiler's own (_root, _s1, …)
+
+
+def _identifier(what: str, value, pattern: re.Pattern = IDENTIFIER) -> str:
+    """``value`` if it is an identifier: names are pasted into egglog text, so nothing else may pass."""
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise RuleError(f"{what} {value!r} must be an identifier ({pattern.pattern})")
+    return value
 
 
 # Sorts of DSL terms (egglog sorts, plus DTYPE for the dtype analysis' strings).
@@ -175,7 +187,7 @@ class Guard:
 
 # -- variables ---------------------------------------------------------------------------------
 def _vars(names: str, sort: str):
-    vs = [Var(n, sort) for n in names.split()]
+    vs = [Var(_identifier("variable name", n, _VAR_NAME), sort) for n in names.split()]
     return vs[0] if len(vs) == 1 else vs
 
 
@@ -399,8 +411,8 @@ class DslRule:
     given: list = field(default_factory=list)
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise RuleError(f"rule name {self.name!r} must be an identifier")
+        _identifier("rule name", self.name)
+        _identifier(f"rule {self.name!r}: family", self.family)
         if self.given and self.bidirectional:
             raise RuleError(f"rule {self.name!r}: given=[...] binds variables for one direction only")
         if not all(isinstance(g, Call) for g in self.given):

@@ -6,11 +6,13 @@ in ``extra`` (that is how ``eqsat_backend(extra_rules=[...])`` reaches it).
 """
 from __future__ import annotations
 
+import re
 import types
 from functools import lru_cache
 from typing import Iterable
 
 from eqsat.rule import Rule
+from eqsat.schema import ANALYSIS, SEED_RULESET, sorts
 
 from .algebra import ALGEBRA_DSL, ALGEBRA_HAND
 from .basic import BASIC_DSL
@@ -40,9 +42,13 @@ def builtin_rules() -> list[Rule]:
 
 def validate(rule: Rule | DslRule, check: bool = True) -> Rule:
     """The rule as the engine runs it, or ``RuleError`` naming the rule and what is wrong with it:
-    not a rule, an unbound variable, egglog that does not compile, or (DSL rules, unless
-    ``check=False``) a counterexample from ``rules.check`` on random admitted instances: a
-    replacement whose shape, dtype or values differ from the pattern's."""
+    not a rule, a family named like one of the engine's egglog names, an unbound variable, egglog
+    that does not compile, or (DSL rules, unless ``check=False``) a counterexample from
+    ``rules.check`` on random admitted instances (a replacement whose shape, dtype or values differ
+    from the pattern's) or no admitted instance at all."""
+    if getattr(rule, "family", None) in _egglog_names():
+        raise RuleError(f"rule {rule.name!r}: family {rule.family!r} is a name the engine declares in egglog"
+                        f" (a sort, constructor, function or ruleset); choose another")
     if isinstance(rule, DslRule):
         compiled = rule.compile()
         if check:
@@ -55,6 +61,18 @@ def validate(rule: Rule | DslRule, check: bool = True) -> Rule:
         raise RuleError(f"not a rule: {rule!r} (write one with rules.dsl.rewrite)")
     _compiles(rule)
     return rule
+
+
+_DECLARED = re.compile(r"\((?:function|relation|constructor|sort|ruleset)\s+([^\s()]+)")
+
+
+@lru_cache(maxsize=1)
+def _egglog_names() -> frozenset[str]:
+    """Names a user family cannot take: a family is declared as an egglog ruleset, egglog allows no
+    shadowing, and the analysis and seed rulesets are the engine's own."""
+    decls = "\n".join([sorts()] + [d for r in builtin_rules() + shape_rules() for d in r.decls])
+    variants = re.findall(r"\((\w+)", sorts())  # the datatypes' constructors
+    return frozenset(_DECLARED.findall(decls) + variants + [ANALYSIS, SEED_RULESET, "true", "false"])  # literals
 
 
 @lru_cache(maxsize=256)

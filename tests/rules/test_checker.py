@@ -38,3 +38,31 @@ def test_unsound_rule_is_caught(rule):
 def test_counterexample_names_the_instance():
     (problem,) = check(UNSOUND[1]).problems
     assert "values differ" in problem and "x=tensor(" in problem and "n=" in problem
+
+
+BIG_ID = rewrite("u2", relu(x), x, when=[x.shape[0] > 10])  # unsound, but only on dims no 1-4 sample meets
+BIG_IDEM = rewrite("relu_idem_big", relu(relu(x)), relu(x), when=[x.shape[0] + x.shape[1] >= 24])
+NEVER = rewrite("relu_id_never", relu(x), x, when=[x.shape[0] > 10, x.shape[0] < 5])
+
+
+def test_a_guard_no_small_instance_meets_is_solved_for():
+    """The checker samples the sizes the guard's constants call for, instead of reporting nothing found."""
+    (problem,) = check(BIG_ID).problems
+    assert "values differ" in problem and "x=tensor(" in problem
+    res = check(BIG_IDEM)
+    assert res.ok and res.admitted >= 10, res
+    (problem,) = check(NEVER).problems
+    assert problem.startswith("rule 'relu_id_never': the pattern and guard admitted no instance"), problem
+
+
+def test_a_rule_the_checker_cannot_test_is_refused_at_the_backend():
+    from fx_bridge.backend import eqsat_backend
+    from rules.compile import RuleError
+
+    for rule, words in ((BIG_ID, "values differ"), (NEVER, "no instance")):
+        with pytest.raises(RuleError) as info:
+            eqsat_backend(extra_rules=[rule])
+        assert f"rule {rule.name!r}" in str(info.value) and words in str(info.value), str(info.value)
+        assert "check=False" in str(info.value)
+    assert [r.name for r in eqsat_backend(extra_rules=[BIG_IDEM]).options.extra_rules] == ["relu_idem_big"]
+    assert [r.name for r in eqsat_backend(extra_rules=[NEVER], check=False).options.extra_rules] == ["relu_id_never"]

@@ -104,3 +104,35 @@ def test_list_variable_must_be_last():
     rest = tlist("rest")
     with pytest.raises(TypeError, match="last"):
         cat([*rest, x], d)
+
+
+INJECTED = 'user)\n(panic "INJECTED")\n(ruleset user2'
+
+
+@pytest.mark.parametrize("name, family", [("fam_injected", INJECTED), ("fam_empty", ""), ("fam_dash", "my-family"),
+                                          ("fam_unicode", "é"), (INJECTED, "user"), ("", "user"), ("é", "user")])
+def test_names_that_reach_egglog_must_be_identifiers(name, family):
+    """Names are pasted into egglog text: anything but an identifier is refused where the rule is made."""
+    from eqsat.rule import Rule
+    with pytest.raises(RuleError, match=r"identifier") as info:
+        rewrite(name, relu(relu(x)), relu(x), family=family)
+    assert repr(name if family == "user" else family) in str(info.value)
+    with pytest.raises(ValueError, match=r"identifier"):
+        Rule(name, family, "a hand-written rule", ('(rewrite (Unary "relu" (Unary "relu" x)) (Unary "relu" x))',))
+
+
+def test_variable_names_must_be_identifiers():
+    for bad in ('x)(panic"INJECTED")(', "_root", "é"):
+        with pytest.raises(RuleError, match=r"identifier"):
+            tensor(bad)
+
+
+@pytest.mark.parametrize("family", ["analysis", "seed", "shape", "Narrow", "repeat"])
+def test_a_user_family_cannot_take_a_name_the_engine_declares(family):
+    """A ruleset shadowing a constructor, function or the engine's own rulesets would break every compile."""
+    from rules.library import register, unregister
+    try:
+        with pytest.raises(RuleError, match=f"family {family!r}"):
+            register(rewrite("fam_taken", relu(relu(x)), relu(x), family=family), check=False)
+    finally:
+        unregister("fam_taken")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from .fusion import DTYPE_BYTES, Kernel, class_bytes, list_elements, plan_groups, topo_order
-from .ops import CTOR_CATEGORY, Category
+from .ops import CTOR_CATEGORY, Category, is_free_unary
 from .serialized import Choice, EGraphView, ENode
 
 UNKNOWN = 1e12  # a node whose shape no analysis derived is never worth choosing
@@ -147,7 +147,7 @@ class CostModel:
         cat = CTOR_CATEGORY.get(node.ctor, Category.OPAQUE)
         if self.train_step and node.ctor == "Split":
             return self._split_backward(view, node)
-        if cat in (Category.SOURCE, Category.VIEW):
+        if cat in (Category.SOURCE, Category.VIEW) or is_free_unary(node.ctor, node.args):
             return 0.0
         if node.ctor in ("Cat", "Stack"):
             return self._cat_cost(node, view)

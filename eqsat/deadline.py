@@ -1,5 +1,7 @@
 """One wall-clock budget shared by every phase of an optimization (lower, build, analysis,
-saturation, extraction, raising), so that ``seconds=`` bounds the whole run and not one phase.
+saturation, extraction, raising), so that ``seconds=`` bounds the whole run and not one phase; and
+one :class:`Allowance` shared by every pass of a compile (the Torch-IR graph, then AOT's forward and
+backward graphs), so that ``seconds=`` bounds the optimizer's time for the compile.
 
 A phase asks :meth:`Deadline.left` before each step it can stop after; when a step would run past
 the budget the phase stops, records itself in :attr:`Deadline.hit`, and the pipeline extracts the
@@ -8,6 +10,8 @@ best program found so far (anytime optimization).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 
 class Deadline:
@@ -40,3 +44,24 @@ class Deadline:
 
 class OutOfTime(RuntimeError):
     """The budget ran out in a phase whose partial work is unusable (lowering, building the input)."""
+
+
+class Allowance:
+    """Optimizer seconds for one compile. Each pass draws a :class:`Deadline` of what is left and
+    spends what it used; time between passes (a training step runs its forward before its backward
+    is compiled) is not the optimizer's and is not spent."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.spent = 0.0
+
+    def left(self) -> float:
+        return max(0.0, self.seconds - self.spent)
+
+    @contextmanager
+    def deadline(self) -> Iterator[Deadline]:
+        d = Deadline(self.left())
+        try:
+            yield d
+        finally:
+            self.spent += d.elapsed()

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .ops import CTOR_CATEGORY, Category, op_name_of_key, opaque_kind
+from .ops import CTOR_CATEGORY, Category, is_free_unary, op_name_of_key, opaque_kind
 
 from .serialized import Choice, EGraphView, ENode, walk
 
@@ -140,7 +140,7 @@ class _Planner:
                 kind = "list"
             elif cat == Category.SOURCE:
                 kind = "source"
-            elif cat == Category.VIEW:
+            elif cat == Category.VIEW or is_free_unary(node.ctor, node.args):
                 kind = "view"
             elif node.ctor == "Contiguous":
                 kind = "pointwise"

@@ -225,6 +225,16 @@ def opaque_kind(key: str) -> str:
 # Torch-IR names lowering handles that are no op of their own: identities, folded sizes, detach.
 NON_OP_SPELLINGS = ("detach", "dropout", "positive", "size", "dim", "numel")
 
+# Unary keys that are values unchanged, only cut from autograd: a view to Inductor (no kernel, no
+# bytes), and a pointwise op to the rules (it commutes with slices and cats like any other).
+FREE_UNARIES = frozenset({"detach"})
+
+
+def is_free_unary(ctor: str, args: Iterable) -> bool:
+    """``(Unary "detach" x)``: no kernel of its own (``args`` as the serialized e-graph has them)."""
+    first = next(iter(args), None)
+    return ctor == "Unary" and first is not None and first[0] == "lit" and op_name_of_key(str(first[1])) in FREE_UNARIES
+
 ALL_OPS: list[Op] = list(STRUCTURAL)
 
 

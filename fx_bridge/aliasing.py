@@ -7,10 +7,26 @@ output leaf we read, from the fake values the graph carries (Dynamo's ``example_
 that node. The optimized graph must agree: where it aliases and eager did not, the output gets a copy
 (``clone``; the caller prices the result as written); where eager returned a distinct view and ours is the very same
 node, a fresh view (``view_as`` / ``aten.alias``); anything else cannot be repaired and is refused.
+
+A layout is part of the value a user sees too: ``cat(x.split(1, 0))`` of a transposed ``x`` is
+contiguous in eager, and ``x`` is not, so ``.view(-1)`` works on one and raises on the other. Where the
+optimized output's strides differ from eager's (size-1 dims aside), the copy writes eager's layout
+(``permute → clone → permute back``); where eager's is no dense layout (a slice or an expand of a
+buffer), a dense output of ours is as good, and any other is copied to the dense layout of eager's
+dim order. Symbolic strides are ordered by their hints and compared as expressions. Inductor
+keeps the strides the post-grad graph had before its passes (ours included), so only Torch-IR graphs
+need it.
+
+The post-grad pass appends the values it copies back into mutated inputs as trailing outputs. When a
+user output is one of them, or a copy of one, Inductor returns the input's storage: it writes the value
+straight into the input (reinplacing) and drops the copy as a no-op (``remove_noop_ops``; Inductor
+alone gets ``x[:2] = 0; return x.clone()`` wrong so, see ``docs/upstream/``). No copy we could add
+survives that, so such a program is refused unless the input program already had it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -28,6 +44,9 @@ class LeafAlias:
     inputs: frozenset[int]
     outputs: frozenset[int]
     same_node_as: frozenset[str]  # "in3" / "out1": the leaf is that very node
+    layout: tuple | None = field(default=None, compare=False)  # (sizes, strides) of the leaf
+    # a value copied back into an input: the user outputs that are it, a view of it or a copy of it
+    copied_to_users: frozenset[int] = field(default=frozenset(), compare=False)
 
     @property
     def fresh(self) -> bool:
@@ -47,17 +66,33 @@ def output_leaves(gm: torch.fx.GraphModule) -> list[Any]:
 
 
 def alias_signature(gm: torch.fx.GraphModule, key: str | None = None,
-                    strict_outputs: int | None = None) -> list[LeafAlias | None]:
+                    strict_outputs: int | None = None, copied_back: int = 0) -> list[LeafAlias | None]:
     """One ``LeafAlias`` per output leaf (None for non-tensor leaves); fake values read from
     ``meta[key]``, or the recorded value when ``key`` is None. Sharing a storage with an input
     always counts. Two outputs alias when they share a storage if both are among the first
     ``strict_outputs`` (None: all), the ones the user sees; otherwise only when their memory
     ranges overlap: activations an AOT forward graph saves for its backward, and gradients, may be
-    disjoint slices of one batched buffer (batch fusions write them so)."""
+    disjoint slices of one batched buffer (batch fusions write them so). The last ``copied_back``
+    leaves are values the post-grad pass copies into mutated inputs (``copied_to_users``)."""
     sources = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr")]
     leaves = output_leaves(gm)
-    return _signature(sources, [_value(n, key) for n in sources], leaves,
-                      [_value(x, key) if isinstance(x, torch.fx.Node) else None for x in leaves], strict_outputs)
+    sig = _signature(sources, [_value(n, key) for n in sources], leaves,
+                     [_value(x, key) if isinstance(x, torch.fx.Node) else None for x in leaves], strict_outputs)
+    user = len(leaves) if strict_outputs is None else strict_outputs
+    for i in range(len(leaves) - copied_back, len(leaves)):
+        if sig[i] is not None:
+            k = torch_compat.storage_key(_value(leaves[i], key))
+            users = frozenset(j for j in range(min(user, i)) if isinstance(leaves[j], torch.fx.Node)
+                              and torch_compat.storage_key(_value(_through_copies(leaves[j]), key)) == k)
+            sig[i] = dataclasses.replace(sig[i], copied_to_users=users)
+    return sig
+
+
+def _through_copies(n: torch.fx.Node) -> torch.fx.Node:
+    """The node a chain of ``aten.clone`` / ``aten.alias`` copies (Inductor may drop them)."""
+    while n.op == "call_function" and n.target in (torch.ops.aten.clone.default, torch.ops.aten.alias.default):
+        n = n.args[0]
+    return n
 
 
 def _signature(sources: list, source_vals: list, leaves: list, leaf_vals: list,
@@ -75,7 +110,8 @@ def _signature(sources: list, source_vals: list, leaves: list, leaf_vals: list,
         outs = frozenset(j for j in range(i) if leaf_keys[j] == k
                          and (_strict(i, j, strict_outputs) or _overlap(leaf_vals[i], leaf_vals[j])))
         same = {f"in{j}" for j in ins if sources[j] is leaf} | {f"out{j}" for j in outs if leaves[j] is leaf}
-        sig.append(LeafAlias(ins, outs, frozenset(same)))
+        val = leaf_vals[i]
+        sig.append(LeafAlias(ins, outs, frozenset(same), (tuple(val.shape), tuple(val.stride()))))
     return sig
 
 
@@ -101,34 +137,96 @@ class Repair:
 
 
 def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, dialect: str,
-                   strict_outputs: int | None = None) -> Repair:
-    """Make ``gm``'s outputs alias as ``original`` says (``gm`` carries fresh fake values in
-    ``meta['val']``); raises :class:`Unsupported` where no copy or view can restore it."""
-    new = alias_signature(gm, "val", strict_outputs)
+                   strict_outputs: int | None = None, copied_back: int = 0) -> Repair:
+    """Make ``gm``'s outputs alias as ``original`` says, and (Torch IR) keep their layouts; ``gm``
+    carries fresh fake values in ``meta['val']``. The last ``copied_back`` leaves are values the
+    post-grad pass copies into mutated inputs. Raises :class:`Unsupported` where no copy or view can
+    restore it."""
+    new = alias_signature(gm, "val", strict_outputs, copied_back)
     leaves = output_leaves(gm)
     if len(new) != len(original):
         raise Unsupported("optimized graph has a different output structure")
+    user = len(leaves) if strict_outputs is None else strict_outputs
+    for want, got in zip(original[len(leaves) - copied_back:], new[len(leaves) - copied_back:]):
+        if want is not None and got is not None and got.copied_to_users - want.copied_to_users:
+            raise Unsupported(f"output {min(got.copied_to_users - want.copied_to_users)} would be a value "
+                              "copied back into a mutated input, which Inductor returns as the input itself")
     repair = Repair()
     replace: dict[int, torch.fx.Node] = {}
     out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     for i, (want, got) in enumerate(zip(original, new)):
-        if want is None or got is None or want == got:
+        if want is None or got is None:
+            continue
+        target = dense_like(want.layout)
+        # eager's is a slice or an expand of a buffer (no copy has it) and ours is dense: as good
+        relayout = (dialect == "torch" and i < user and not same_layout(want.layout, got.layout)
+                    and not (_dense(got.layout) and not same_layout(want.layout, target)))
+        if want == got and not relayout:
             continue
         leaf = leaves[i]
         with gm.graph.inserting_before(out_node):
-            if want.fresh:
+            if want.fresh and relayout:
+                replace[i] = _copy_in_layout(gm.graph, leaf, target)
+                repair.copies += 1
+            elif want.fresh:
                 replace[i] = _clone(gm.graph, leaf, dialect)
                 repair.copies += 1
-            elif (want.inputs, want.outputs) == (got.inputs, got.outputs) and want.same_node_as < got.same_node_as:
+            elif want != got and not ((want.inputs, want.outputs) == (got.inputs, got.outputs)
+                                      and want.same_node_as < got.same_node_as):
+                raise Unsupported(f"output {i} would alias {_describe(got)} where eager's aliases {_describe(want)}")
+            elif relayout:
+                raise Unsupported(f"output {i} has strides {got.layout[1]} where eager's, a view, has {want.layout[1]}")
+            else:
                 replace[i] = _fresh_view(gm.graph, leaf, dialect)
                 repair.views += 1
-            else:
-                raise Unsupported(f"output {i} would alias {_describe(got)} where eager's aliases {_describe(want)}")
     if replace:
         it = iter(range(len(leaves)))
         out_node.args = (map_aggregate(out_node.args[0], lambda x: replace.get(next(it), x)),)
         gm.recompile()
     return repair
+
+
+def same_layout(a: tuple | None, b: tuple | None) -> bool:
+    """Equal strides on every dim of size > 1 (a size-1 dim's stride is never used); symbolic sizes
+    and strides are compared as expressions, so no guard is added."""
+    if a is None or b is None:
+        return a is b
+    (sa, ta), (sb, tb) = a, b
+    if len(sa) != len(sb) or any(n == 0 for n in sa if isinstance(n, int)):
+        return len(sa) == len(sb)
+    return all(str(x) == str(y) for n, x, y in zip(sa, ta, tb) if not (isinstance(n, int) and n == 1))
+
+
+def _dense(layout: tuple) -> bool:
+    return same_layout(layout, dense_like(layout))
+
+
+def dense_like(layout: tuple) -> tuple:
+    """The dense layout with ``layout``'s dim order (strides by size, ties by position): the layout
+    itself when it is dense, the contiguous-most copy of it when it is not (a slice's, an expand's).
+    Symbolic strides are ordered by their hints."""
+    sizes, strides = layout
+    order = sorted(range(len(sizes)), key=lambda d: (-_hint(strides[d]), d))
+    dense, step = [0] * len(sizes), 1
+    for d in reversed(order):
+        dense[d] = step
+        step = step * sizes[d]
+    return sizes, tuple(dense)
+
+
+def _hint(v: Any) -> int:
+    return v if isinstance(v, int) else torch_compat.symint_hint(v) or 0
+
+
+def _copy_in_layout(graph: torch.fx.Graph, x: torch.fx.Node, layout: tuple) -> torch.fx.Node:
+    """A Torch-IR copy of ``x`` with the dense ``layout``: permuted to its dim order, made
+    contiguous, permuted back."""
+    sizes, strides = layout
+    order = sorted(range(len(sizes)), key=lambda d: (-_hint(strides[d]), d))
+    back = sorted(range(len(order)), key=order.__getitem__)
+    moved = graph.call_function(torch.permute, (x, tuple(order)))
+    copy = graph.call_function(torch.clone, (moved,), {"memory_format": torch.contiguous_format})
+    return graph.call_function(torch.permute, (copy, tuple(back)))
 
 
 def _clone(graph: torch.fx.Graph, x: torch.fx.Node, dialect: str) -> torch.fx.Node:

@@ -115,6 +115,11 @@ class _Lowerer:
         self.float_keys: set[str] = set()
         self.pinned: set[torch.fx.Node] = set()
         self.input_writes: set[torch.fx.Node] = set()  # kept as effects, see confined_input_write
+        # Grad mode: the one the graph is compiled (and run) under, and the current one. Inside a
+        # ``no_grad`` block every value from outside that carries autograd history is read through
+        # ``detach``, so no rewrite can move a computation across the block's boundary.
+        self.grad_base = self.grad = torch.is_grad_enabled()
+        self.grad_carrying: set[torch.fx.Node] = set()
 
     # -- emitting --------------------------------------------------------------------------------
     def emit(self, term: Term, shape: Sequence[int] | None = None, dtype: str | None = None) -> Ref:
@@ -194,10 +199,32 @@ class _Lowerer:
                 self.values[n] = self.source(n, "Param", True)
             elif n.op == "output":
                 self.lower_output(n)
+            elif self.switches_grad_mode(n):
+                self.values[n] = None
             else:
                 self.values[n] = self.lower_call(n)
                 self.bind_node(n)
+            if self.grad and _requires_grad(torch_compat.node_value(n)):
+                self.grad_carrying.add(n)
         return self.out
+
+    def switches_grad_mode(self, n: torch.fx.Node) -> bool:
+        """A ``no_grad`` / ``enable_grad`` boundary: not lowered; the mode it sets is tracked. Grad
+        enabled under a graph compiled without it, and ``inference_mode`` (whose tensors may not
+        enter autograd afterwards), are left to eager."""
+        if n.op != "call_function":
+            return False
+        if n.target in torch_compat.inference_mode_targets():
+            raise Unsupported(f"inference_mode block inside the graph ({n.name})")
+        if n.target is not torch_compat.grad_mode_switch():
+            return False
+        flag = n.args[0] if n.args else n.kwargs.get("mode")
+        if not isinstance(flag, bool):
+            raise Unsupported(f"grad mode set to {flag!r} at {n.name}")
+        if flag and not self.grad_base:
+            raise Unsupported(f"grad enabled at {n.name} in a graph compiled with grad disabled")
+        self.grad = flag
+        return True
 
     def source(self, n: torch.fx.Node, ctor: str, is_param: bool) -> Any:
         val = torch_compat.node_value(n)
@@ -279,6 +306,9 @@ class _Lowerer:
         return writes if writes is not None else name.endswith("_") and not name.endswith("__")
 
     def lower_output(self, n: torch.fx.Node) -> None:
+        if self.grad != self.grad_base:
+            raise Unsupported("the graph ends in another grad mode than it starts in")
+
         def leaf(x):
             if isinstance(x, torch.fx.Node):
                 v = self.values[x]
@@ -328,8 +358,20 @@ class _Lowerer:
 
     def value_of(self, x: Any) -> Any:
         if isinstance(x, torch.fx.Node):
+            if not self.grad and x in self.grad_carrying:
+                return self.detached(self.values[x])
             return self.values[x]
         return x
+
+    def detached(self, v: Any) -> Any:
+        """``v`` read inside a ``no_grad`` block: the same values, without autograd history."""
+        if isinstance(v, Ref):
+            return self.emit(Term("Unary", ("detach", v)), self.out.shapes.get(v.let), self.out.dtypes.get(v.let))
+        if isinstance(v, TupleVal):
+            return TupleVal(lambda i: self.detached(v.piece(i)), v.n, v.tup)
+        if isinstance(v, (tuple, list)):
+            return type(v)(self.detached(p) for p in v)
+        return v
 
     @staticmethod
     def is_random(n: torch.fx.Node, name: str) -> bool:
@@ -392,6 +434,10 @@ def _leaves(x: Any) -> list:
     out: list = []
     map_aggregate(x, out.append)
     return out
+
+
+def _requires_grad(val: Any) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in _leaves(val))
 
 
 def _backed_int(v: Any) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from eqsat.cost import CostModel, ProgramCost
-from eqsat.deadline import Deadline, OutOfTime
+from eqsat.deadline import Allowance, Deadline, OutOfTime
 from eqsat.egraph import Budget, Session
 from eqsat.extract import SEARCH_SECONDS, Extraction, extract
 from eqsat.original import InputProgram, input_program
@@ -81,10 +81,13 @@ def _phase(report: Report, name: str):
 def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              options: Options | dict | None = None,
              user_outputs: int | None = None, frozen_params: bool = False,
-             train_step: bool = False) -> tuple[torch.fx.GraphModule, Report]:
+             train_step: bool = False, copied_back: int = 0,
+             allowance: Allowance | None = None) -> tuple[torch.fx.GraphModule, Report]:
     """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
-    which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``).
+    which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``;
+    ``copied_back``: how many trailing outputs it copies into mutated inputs). ``allowance``: the
+    compile's optimizer time this graph draws from (None: ``seconds=`` for this graph alone).
     ``frozen_params``: the compiler after us folds parameters into constants (Inductor's
     ``freezing``), so a cat of weights is priced as free. ``train_step``: a backward will be derived
     from this graph (pre-grad, grad enabled), so it is priced too (``CostModel.train_step``). Both
@@ -95,18 +98,27 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                                train_step=base.train_step or train_step)
     if cost != opts.cost:
         opts = dataclasses.replace(opts, cost=cost)
-    deadline = Deadline(opts.seconds)  # one budget for every phase and every round
     report = Report(graph_nodes=len(gm.graph.nodes))
-    try:
-        return _optimize(gm, example_inputs, opts, report, deadline, user_outputs)
-    finally:
-        report.peak_rss_mb = _peak_rss_mb()
-        if deadline.hit:
-            report.stop_reason = f"time budget ({deadline.hit})"
+    with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
+        report.budget_seconds = deadline.seconds
+        try:
+            return _optimize(gm, example_inputs, opts, report, deadline, Outputs(user_outputs, copied_back))
+        finally:
+            report.peak_rss_mb = _peak_rss_mb()
+            if deadline.hit:
+                report.stop_reason = f"time budget ({deadline.hit})"
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Which output leaves are what (see ``optimize``): the user's first, values copied back last."""
+
+    user: int | None = None
+    copied_back: int = 0
 
 
 def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
-              user_outputs: int | None) -> tuple[torch.fx.GraphModule, Report]:
+              outputs: Outputs) -> tuple[torch.fx.GraphModule, Report]:
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
     rules = select(opts.families, opts.disabled, opts.extra_rules)
@@ -120,13 +132,13 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     present = {r.family for r in rules}
     families = [None] if opts.mode == "saturate" else (
         [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
-    aliasing = alias_signature(gm, strict_outputs=user_outputs)  # eager's: every round keeps it
+    aliasing = alias_signature(gm, None, outputs.user, outputs.copied_back)  # eager's: every round keeps it
     current_gm, current_low = gm, low
     for fam in families:
         fam_rules = rules if fam is None else [r for r in rules if r.family == fam]
         try:
             result = _one_round(current_gm, current_low, fam_rules, opts, report, example_inputs,
-                                aliasing, user_outputs, deadline)
+                                aliasing, outputs, deadline)
         except OutOfTime as e:  # nothing of this round is usable; earlier rounds' results stay
             report.notes.append(f"kept this round's input program: {e}")
             break
@@ -139,7 +151,8 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         return original, report
     if opts.validate and current_gm is not original:
         with _phase(report, "validate"):
-            validate(original, current_gm, example_inputs, random_nodes(original), report, user_outputs)
+            validate(original, current_gm, example_inputs, random_nodes(original), report, outputs.user,
+                     layouts=current_low.dialect == "torch")
     return current_gm, report
 
 
@@ -176,7 +189,7 @@ class Round:
 
 
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
-               example_inputs, aliasing: list, user_outputs: int | None, deadline: Deadline) -> Round:
+               example_inputs, aliasing: list, outputs: Outputs, deadline: Deadline) -> Round:
     cost = opts.cost
     with _phase(report, "build"):
         built = build(low, rules, opts, cost, deadline)
@@ -199,7 +212,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             new_gm = raise_program(low, ex, example_inputs)
             if low.sizes:
                 check_same_output_sizes(gm, new_gm)
-            repair = match_aliasing(aliasing, new_gm, low.dialect, user_outputs)
+            repair = match_aliasing(aliasing, new_gm, low.dialect, outputs.user, outputs.copied_back)
             if repair.copies or repair.views:
                 refresh_fake_values(new_gm, example_inputs, low.dialect)
         except (Unsupported, SizeOverflow, UnbackedSize, NotForEverySize, NewGuard) as e:

@@ -32,6 +32,7 @@ import torch
 from torch.fx.node import map_arg
 
 from eqsat.cost import CostModel
+from eqsat.deadline import Allowance
 
 from . import torch_compat
 from .fallback import kept_original
@@ -65,15 +66,18 @@ def _source_hash() -> str:
 class EqsatPostGradPass(torch_compat.CustomGraphPass):
     """``torch._inductor.config.post_grad_custom_pre_pass = EqsatPostGradPass(options)``."""
 
-    def __init__(self, options: Options | None = None, then: tuple = (), reports: list[Report] | None = None):
+    def __init__(self, options: Options | None = None, then: tuple = (), reports: list[Report] | None = None,
+                 allowance: Allowance | None = None):
         options = options or Options()
         self.options = dataclasses.replace(options, disabled=(*options.disabled, *options.post_grad_disabled))
         self.then = then  # passes the user had installed, run after ours
         self.reports = reports if reports is not None else []
+        self.allowance = allowance  # the compile's optimizer time, shared with the pre-grad pass
 
     def uuid(self) -> Any:
         """Stable across processes for the FX graph cache: our sources plus the options that change
-        the output. User rules or a custom cost model cannot be fingerprinted: no caching then."""
+        the output. User rules or a custom cost model cannot be fingerprinted: no caching then. (What
+        the budget left for this graph is no key: a cached program was found within the budget.)"""
         if self.options.extra_rules or self.options.cost is not None:
             return None
         then = [p.uuid() if hasattr(p, "uuid") else None for p in self.then]
@@ -83,18 +87,19 @@ class EqsatPostGradPass(torch_compat.CustomGraphPass):
         return hashlib.sha256(f"{_source_hash()}|{opts}|{then}".encode()).hexdigest()
 
     def __call__(self, graph: torch.fx.Graph) -> None:
-        self.reports.append(optimize_graph_in_place(graph, self.options))
+        self.reports.append(optimize_graph_in_place(graph, self.options, self.allowance))
         for p in self.then:
             p(graph)
 
 
-def optimize_graph_in_place(graph: torch.fx.Graph, options: Options) -> Report:
+def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: Allowance | None = None) -> Report:
     """Optimize a post-grad graph in place; on any failure leave it untouched and say why."""
     try:
         body, epilogue, inputs = functional_body(graph)
         if (options.cost or CostModel.for_device(device_of(inputs))).gpu:
             options = dataclasses.replace(options, disabled=(*options.disabled, *POINTWISE_BATCHES))
-        new_gm, report = optimize(body, inputs, options, torch_compat.aot_user_outputs(graph))
+        new_gm, report = optimize(body, inputs, options, torch_compat.aot_user_outputs(graph),
+                                  copied_back=len(epilogue), allowance=allowance)
         if new_gm is not body:
             _replace_body(graph, new_gm.graph, epilogue)
         log.info("eqsat post-grad: %s", report.summary())

@@ -83,6 +83,20 @@ def autocast_region_targets() -> tuple[Any, Any]:
     return autocast_mode._enter_autocast, autocast_mode._exit_autocast
 
 
+def grad_mode_switch() -> Any:
+    """What Dynamo records ``with torch.no_grad()`` / ``enable_grad()`` / ``set_grad_enabled(b)``
+    as: a call of this function with the new mode, at the block's entry and exit."""
+    return torch._C._set_grad_enabled
+
+
+def inference_mode_targets() -> tuple[Any, ...]:
+    """What Dynamo records ``with torch.inference_mode()`` as: (enter, exit), where they exist."""
+    from torch.autograd import grad_mode
+
+    return tuple(f for f in (getattr(grad_mode, "_enter_inference_mode", None),
+                             getattr(grad_mode, "_exit_inference_mode", None)) if f is not None)
+
+
 def inductor_freezes_params() -> bool:
     """Inductor will fold parameters into constants (``freezing``, inference only): a cat of
     weights computed in the Dynamo graph then costs nothing at run time."""

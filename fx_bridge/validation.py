@@ -16,7 +16,7 @@ import torch
 from torch.fx.node import map_aggregate
 
 from . import torch_compat
-from .aliasing import output_leaves, real_signature
+from .aliasing import output_leaves, real_signature, same_layout
 from .report import Report
 
 SEED = 20_260_601
@@ -32,14 +32,15 @@ class ValidationError(RuntimeError):
 
 def validate(original: torch.fx.GraphModule, optimized: torch.fx.GraphModule,
              example_inputs: Sequence[Any], random_nodes: set[torch.fx.Node], report: Report,
-             strict_outputs: int | None = None) -> None:
+             strict_outputs: int | None = None, layouts: bool = False) -> None:
     """Set ``report.validated``; raise :class:`ValidationError` on a mismatch. ``random_nodes`` are
-    the original graph's random or effectful nodes; ``strict_outputs`` as in ``alias_signature``."""
+    the original graph's random or effectful nodes; ``strict_outputs`` as in ``alias_signature``;
+    ``layouts``: outputs must have eager's strides too (a Torch-IR graph: nothing after it restores them)."""
     with torch_compat.no_dispatch_fake(), torch.no_grad():  # post-grad: Inductor's fake mode is on
-        _validate(original, optimized, example_inputs, random_nodes, report, strict_outputs)
+        _validate(original, optimized, example_inputs, random_nodes, report, strict_outputs, layouts)
 
 
-def _validate(original, optimized, example_inputs, random_nodes, report, strict_outputs) -> None:
+def _validate(original, optimized, example_inputs, random_nodes, report, strict_outputs, layouts) -> None:
     inputs = [_real(x) for x in example_inputs]
     try:
         want_in, want = _run(original, inputs)
@@ -47,8 +48,13 @@ def _validate(original, optimized, example_inputs, random_nodes, report, strict_
         report.validated = f"not run: the original graph fails on random inputs ({type(e).__name__})"
         return
     got_in, got = _run(optimized, inputs)
-    if real_signature(got_in, got, strict_outputs) != real_signature(want_in, want, strict_outputs):
+    got_sig, want_sig = real_signature(got_in, got, strict_outputs), real_signature(want_in, want, strict_outputs)
+    if got_sig != want_sig:
         _fail(report, "outputs alias inputs or each other differently from eager")
+    if layouts:
+        for i, (g, w) in enumerate(zip(got_sig, want_sig)):
+            if g is not None and w is not None and not same_layout(g.layout, w.layout):
+                _fail(report, f"output {i} has strides {g.layout[1]} where eager's has {w.layout[1]}")
     problem = _compare(want, got, range(len(want)))
     if problem is None:
         report.validated = "ok (same seed)" if random_nodes else "ok"

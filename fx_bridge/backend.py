@@ -11,6 +11,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from eqsat.deadline import Allowance
+
 from . import torch_compat
 from .fallback import kept_original
 from .pipeline import Options, device_of, optimize
@@ -39,9 +41,10 @@ class EqsatBackend:
             # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
             # batched layer norms where Inductor freezes on a GPU: never a wrong answer.
             opts = Options.of({**_fields(opts), "disabled": [*opts.disabled, "batch_layernorm"]})
-        new_gm, report = optimize_or_keep(gm, example_inputs, opts, frozen, _trains(gm, example_inputs))
+        allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
+        new_gm, report = optimize_or_keep(gm, example_inputs, opts, frozen, _trains(gm, example_inputs), allowance)
         self.reports.append(report)
-        compile_fx = self._inner(opts)
+        compile_fx = self._inner(opts, allowance)
         if new_gm is gm:
             return compile_fx(gm, example_inputs)
         try:
@@ -53,14 +56,14 @@ class EqsatBackend:
             report.fallback = "internal error"
             return compile_fx(gm, example_inputs)
 
-    def _inner(self, opts: Options) -> Callable:
+    def _inner(self, opts: Options, allowance: Allowance) -> Callable:
         """The compiler our graph goes to; Inductor runs our post-grad pass unless it is off."""
         if opts.inner != "inductor":
             return _eager
         if not opts.post_grad:
             return torch_compat.compile_fx()
         return torch_compat.compile_fx_with_post_grad_pass(
-            lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports))
+            lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports, allowance=allowance))
 
 
 def _eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
@@ -81,11 +84,12 @@ def _trains(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
 
 
 def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options,
-                     frozen_params: bool = False, train_step: bool = False) -> tuple[torch.fx.GraphModule, Report]:
+                     frozen_params: bool = False, train_step: bool = False,
+                     allowance: Allowance | None = None) -> tuple[torch.fx.GraphModule, Report]:
     """``optimize``, or the original graph and a report saying why it was kept."""
     try:
         new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,
-                                  train_step=train_step)
+                                  train_step=train_step, allowance=allowance)
         log.info("%s", report.summary())
         return new_gm, report
     except Exception as e:  # never break a compile over a graph we cannot improve safely

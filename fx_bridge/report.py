@@ -17,6 +17,7 @@ class Report:
                                              # saturate or extract)
     peak_rss_mb: float = 0.0                 # peak resident memory of the process after optimizing
     phase_seconds: dict[str, float] = field(default_factory=dict)
+    budget_seconds: float = 0.0              # what this graph could spend: seconds= less earlier passes' use
     extractor: str = ""                      # "input" (nothing cheaper), bottom_up, ilp, batched, local (fusion search)
     ilp_status: str = ""
     ilp_gap: float | None = None             # relative optimality gap when the ILP hit its time limit

@@ -18,3 +18,13 @@ def _fresh_dynamo():
 def eqsat_log(caplog):
     caplog.set_level(logging.INFO, logger="eqsat")
     return caplog
+
+
+@pytest.fixture
+def uncached_inductor():
+    """Inductor compiles afresh: a test that reads what our post-grad pass did must see it run (the
+    FX graph and AOTAutograd caches replay an earlier process's compile without calling it)."""
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(force_disable_caches=True):
+        yield

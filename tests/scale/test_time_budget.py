@@ -82,3 +82,38 @@ def test_horizontal_candidates_of_a_wide_split_are_linear_text():
         assert unions.counts, "the sigmoids are a batch-fusion group"
         sizes[pieces] = sum(len(c) for c in unions.commands)
     assert sizes[512] < 6 * sizes[128], sizes
+
+
+def test_an_allowance_is_spent_by_what_each_pass_used_not_by_the_time_between():
+    from eqsat.deadline import Allowance
+
+    allowance = Allowance(5.0)
+    with allowance.deadline() as first:
+        time.sleep(0.2)
+    time.sleep(0.3)  # the user's forward runs here, before the backward is compiled
+    spent = allowance.spent
+    with allowance.deadline() as second:
+        pass
+    assert first.seconds == 5.0
+    assert 0.2 <= spent < 0.3 and second.seconds == pytest.approx(5.0 - spent), (spent, second.seconds)
+
+
+def test_a_training_compile_spends_seconds_once_across_its_three_graphs(uncached_inductor):
+    """The Dynamo graph, then AOT's forward and backward graphs draw from one allowance: each later
+    pass may only use what the earlier ones left (it used to get ``seconds=`` each: 3x in all)."""
+    from fx_bridge import eqsat_backend
+
+    def step(w):
+        return torch.cat([p.sigmoid() * 2 for p in torch.split(w, 1, 1)], 1).sum()
+
+    backend = eqsat_backend(seconds=30.0)
+    w = torch.randn(8, 16, requires_grad=True)
+    torch.compile(step, backend=backend)(w).backward()
+    passes = backend.reports + backend.post_grad_reports
+    assert len(passes) == 3, [r.summary() for r in passes]
+    left = 30.0
+    for r in passes:
+        assert r.budget_seconds <= left + 1e-6, (r.budget_seconds, left)
+        left = r.budget_seconds - r.optimizer_seconds
+    assert passes[0].budget_seconds == 30.0
+    assert sum(r.optimizer_seconds for r in passes) <= 30.0

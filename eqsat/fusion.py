@@ -225,10 +225,13 @@ class _Planner:
             return out
 
         def views_of(cls: str) -> frozenset:
+            """The tensors a kernel reads, by index: through an inlined producer, its reads; but a
+            slice of an inlined producer reads a slice of what it reads, at other indices than the
+            producer's other slices (Triton fuses kernels horizontally only on shared indices)."""
             out: set[str] = set()
             for c in self.tensor_inputs(cls):
                 if not str(view.dtype.get(c, "")).startswith("scalar"):  # Python scalars are no reads
-                    out |= inlined_views.get(base[c], {c})
+                    out |= {c} if self._selects_part(c) else inlined_views.get(base[c], {c})
             return frozenset(out)
 
         for cls in self.order:
@@ -279,6 +282,14 @@ class _Planner:
                                   views_of(cls), split=k == "reduction" and splits_reduction(
                                       *space, self._inner_reduction(cls), self.split_sms)))
         return kernels
+
+    def _selects_part(self, cls: str) -> bool:
+        """``cls`` is a slice or a split piece of its buffer (through any views), not all of it."""
+        while cls != self.base.get(cls, cls):
+            if self.node(cls).ctor in ("Narrow", "Get"):
+                return True
+            cls = self.node(cls).children[0]
+        return False
 
     def _folded(self, cls: str) -> bool:
         """A parameter, or a zero padding of one: freezing folds it into a constant."""

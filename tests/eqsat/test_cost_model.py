@@ -100,6 +100,18 @@ def test_cat_of_views_of_an_input_copies_each_view_on_gpu_past_eight_inputs():
     assert predict(p, [p.cat(pieces[::-1], 1)]).kernels == 16
 
 
+def test_gpu_cat_past_eight_slices_of_one_pointwise_op_is_a_kernel_per_slice():
+    """H200 (issue 29): sigmoid(x) split into 16 four-wide pieces, tanh each, cat: Inductor writes
+    each slice in a kernel of its own (16 launches). The pieces read the inlined sigmoid at other
+    indices each, so Triton fuses none of them horizontally; the whole tanh(sigmoid(x)) is one."""
+    p = Program()
+    x = p.input((256, 64))
+    m = p.unary("sigmoid", x)
+    pieces = [p.unary("tanh", q) for q in p.split(m, [4] * 16, 1)]
+    assert predict(p, [p.cat(pieces, 1)]).kernels == 16
+    assert predict(p, [p.unary("tanh", m)]).kernels == 1
+
+
 def test_copies_of_the_pieces_of_one_input_read_all_of_them():
     """One fused kernel copying every piece of a split reads the whole input (distinct slices add up),
     not one piece's bytes: so a run of pieces is never priced cheaper than its one narrow."""

@@ -304,11 +304,12 @@ def _match_linear(ctx: _Ctx, t: Term) -> Iterator[Match]:
         if (xs[1] in FLOAT_DTYPES and ws[1] == xs[1] and bias in (None, ((ws[0][0],), xs[1]))
                 and ctx.static(ws[0])):
             yield "group_linear", (xs[0][:-1], xs[1], bias is None), _build_group_linear
+    # both spellings where the bias could fuse into its users: the concatenated bias is one more copy
+    # unless frozen, the per-piece adds keep a cat of the pieces from folding back into the matmul
     if bias is not None and ctx.feeds_fusible_only(ctx.ref_of(t)):
         yield ("batch_linear_lhs", ("linear+epilogue", x, ws[1], bias[1]),
                partial(_build_linear_lhs, epilogue=True))
-    else:
-        yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
+    yield "batch_linear_lhs", ("linear", x, ws[1], bias and bias[1]), _build_linear_lhs
 
 
 def _match_mm(ctx: _Ctx, t: Term) -> Iterator[Match]:
@@ -324,8 +325,7 @@ def _match_mm(ctx: _Ctx, t: Term) -> Iterator[Match]:
         if ctx.feeds_fusible_only(ctx.ref_of(t)):
             yield ("batch_linear_lhs", ("addmm+epilogue", a, sb[1], sc[0][:-1], sc[1]),
                    partial(_build_mm_lhs, epilogue=True))
-        else:
-            yield "batch_linear_lhs", ("addmm", a, sb[1], sc[0][:-1], sc[1]), _build_mm_lhs
+        yield "batch_linear_lhs", ("addmm", a, sb[1], sc[0][:-1], sc[1]), _build_mm_lhs
 
 
 def _match_layernorm(ctx: _Ctx, t: Term) -> Iterator[Match]:

@@ -137,7 +137,8 @@ def test_groups_found_at_any_depth_and_of_every_kind():
     got = counts(PerFeatureNorms(), x)
     assert got == {"batch_detach": 1, "batch_nan_to_num": 1, "batch_clamp": 1, "batch_linear": 1,
                    "batch_layernorm": 1}, got
-    assert counts(SharedInput(), torch.randn(4, 8)) == {"batch_linear_lhs": 1}  # relu widths differ
+    # relu widths differ; the biased linears feed only relus: with per-piece bias adds and with one bias
+    assert counts(SharedInput(), torch.randn(4, 8)) == {"batch_linear_lhs": 2}
 
 
 def test_dependent_candidates_are_not_grouped():

@@ -41,6 +41,8 @@ class Options:
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
     post_grad: bool = True                    # also optimize the Aten graphs (fx_bridge.post_grad)
     post_grad_disabled: Sequence[str] = ()    # rules or families off in the Aten (post-grad) graphs only
+    verify: bool | None = None                # Inductor counts the input's and our program's launches
+    #                                           and the fewer win: None = on for a GPU compile
 
     def __post_init__(self):
         from rules.library import known_names, validate_user_rules
@@ -55,6 +57,8 @@ class Options:
             _need(name, getattr(self, name), numbers.Real, "a positive number of seconds")
             if not getattr(self, name) > 0:
                 raise OptionError(f"eqsat option {name}={getattr(self, name)!r}: must be > 0 seconds")
+        if self.verify is not None:
+            _need("verify", self.verify, bool, "True, False or None")
         _choice("mode", self.mode, MODES)
         _choice("inner", self.inner, INNER)
         if self.cost is not None and not isinstance(self.cost, CostModel):

@@ -27,6 +27,7 @@ from eqsat.serialized import EGraphView
 from eqsat.sizes import SizeOverflow, hint_shapes
 from rules.library import select, shape_rules
 
+from . import inductor_probe, verify
 from .horizontal import horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
@@ -67,6 +68,11 @@ AFTER_LOAD = 0.5
 # program) HiGHS took 2.9 s to prove what bottom-up found, after 1.5 s for everything else.
 ILP_SHARE = 0.25
 ILP_MIN_SECONDS = 1.0
+
+# Inductor's lowering and scheduling of a graph (``inductor_probe``) take about this long per node:
+# H200 host, a 231-node Dynamo graph 1.6 s, its post-grad graph 0.7 s. Verification is skipped where
+# the budget left cannot pay for both candidates.
+VERIFY_SECONDS_PER_NODE = 0.007
 
 
 @contextmanager
@@ -149,11 +155,42 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
                 current_low = lower(current_gm, example_inputs)
     if not report.changed and not opts.always_raise:
         return original, report
+    if report.changed and _verifies(opts, example_inputs):
+        current_gm = _inductor_decides(original, current_gm, example_inputs, current_low.dialect, report, deadline)
+        if current_gm is original:
+            return original, report
     if opts.validate and current_gm is not original:
         with _phase(report, "validate"):
             validate(original, current_gm, example_inputs, random_nodes(original), report, outputs.user,
                      layouts=current_low.dialect == "torch")
     return current_gm, report
+
+
+def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:
+    """``verify=None``: Inductor decides on a GPU compile; ``True`` also where the GPU cost model
+    prices a CPU graph (Inductor then schedules it for an H200 it has not got)."""
+    wanted = device_of(example_inputs) == "cuda" if opts.verify is None else opts.verify
+    return wanted and opts.cost.gpu and inductor_probe.available("cuda")
+
+
+def _inductor_decides(original, optimized, example_inputs, dialect: str, report: Report,
+                      deadline: Deadline) -> torch.fx.GraphModule:
+    """Our program, or the input when Inductor's own lowering and scheduler say it launches fewer
+    kernels (``fx_bridge.verify``): the model proposes, Inductor decides (issue 29). With no time
+    left it is not measured, and the note says so."""
+    if deadline.out_of_time("verify", VERIFY_SECONDS_PER_NODE * (len(original.graph.nodes) + len(optimized.graph.nodes))):
+        report.notes.append("not measured by Inductor: too little of the time budget is left")
+        return optimized
+    with _phase(report, "verify"):
+        choice = verify.choose([(verify.INPUT, original), ("optimized", optimized)],
+                               lambda g: inductor_probe.count_launches(g, example_inputs, "cuda", dialect))
+    report.inductor_launches = {name: m if isinstance(m, str) else m.total for name, m in choice.measured.items()}
+    report.notes.append(f"Inductor decides: {choice.note}")
+    if choice.name == verify.INPUT:
+        report.changed, report.rules_used, report.alias_copies = False, {}, 0
+        report.cost_after, report.kernels_after = report.cost_before, report.kernels_before
+        return original
+    return choice.gm
 
 
 @dataclass

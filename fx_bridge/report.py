@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Report:
     fallback: str = ""                       # why the original graph was kept: "skipped", "your rule/option",
                                              # "validation mismatch" or "internal error" ("" when optimized)
     alias_copies: int = 0                    # outputs copied so they alias as in eager (priced in cost_after)
+    inductor_launches: dict[str, Any] = field(default_factory=dict)  # verify: Inductor's count per candidate
+    #                                          ("input", "optimized"), or why it could not count
     notes: list[str] = field(default_factory=list)  # decisions worth knowing (kept input: why)
 
     @property
@@ -51,6 +54,9 @@ class Report:
         fired = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_fired.items())) or "none"
         used = ", ".join(sorted(self.rules_used)) or "none"
         phases = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items())
+        counted = ", ".join(f"{k} {v}" for k, v in self.inductor_launches.items())
+        measured = f"; Inductor counts {counted}" if counted else ""
         return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
                 f"rules fired: {fired}; used: {used}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
-                f"{self.kernels_before} → {self.kernels_after} ({self.extractor}); {'changed' if self.changed else 'unchanged'}; {phases}")
+                f"{self.kernels_before} → {self.kernels_after} ({self.extractor}){measured}; "
+                f"{'changed' if self.changed else 'unchanged'}; {phases}")

@@ -1,19 +1,22 @@
-"""`python -m bench run|demo`: compile every model under every mode and write rows, report and plots."""
+"""`python -m bench run|zoo|demo`: compile every model under every mode and write rows, report and plots."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import sys
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from bench import plots, report
+from bench import plots, report, zoo_report
 from bench.report import LATENCY_KEYS
-from bench.models import REGISTRY
-from bench.modes import MODES
+from bench.models import REGISTRY, ZOO
+from bench.modes import CG_MODES, CUDAGRAPHS, MODES
 from bench.run_tag import device_name, run_tag
 from bench.runner import PHASES, eager_reference, latency_summary, mode_label, paired_latency, run_mode, warm_up
 from fx_bridge import inductor_metrics
@@ -36,15 +39,32 @@ def _size(text: str) -> str | int:
     return int(text) if text.isdigit() else text
 
 
+def _measurement_args(p: argparse.ArgumentParser, out: str, size: str, rounds: int) -> None:
+    """The options `run` and `zoo` share: where, how big, how timed, where the files go."""
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--size", type=_size, default=size, help="tiny|small|medium|large or an int")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float32")
+    p.add_argument("--out", default=out, help="output directory; {tag} becomes date_torch-version_device")
+    p.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
+    p.add_argument("--rounds", type=int, default=rounds,
+                   help="measure the compiled modes of a model in this many interleaved rounds (latency is "
+                        "the median over rounds, latency_ms_runs keeps each): the run-to-run noise next to the "
+                        "ratios")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
+                        "stable on a shared machine, where OpenMP threads stall behind other processes")
+    p.add_argument("--latency-stat", choices=list(LATENCY_KEYS), default="median",
+                   help="latency shown in report.md and plots (results.jsonl keeps both)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="benchmark models × modes × phases")
     run.add_argument("--models", type=_csv(list(REGISTRY)), default=list(REGISTRY))
-    run.add_argument("--modes", type=_csv(MODES), default=list(MODES))
-    run.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    run.add_argument("--size", type=_size, default="small", help="tiny|small|medium|large or an int")
-    run.add_argument("--dtype", choices=list(DTYPES), default="float32")
+    run.add_argument("--modes", type=_csv(MODES + CG_MODES), default=list(MODES),
+                     help="MODE_cg: MODE with CUDA graphs (--device cuda)")
+    _measurement_args(run, "bench/out/{tag}", "small", 1)
     run.add_argument("--dynamic", action="store_true",
                      help="also run every compiled mode with the batch dim marked dynamic (rows 'MODE+dyn')")
     run.add_argument("--train", action=argparse.BooleanOptionalAction, default=True,
@@ -54,20 +74,17 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--freezing", action="store_true",
                      help="Inductor's freezing (parameters folded into constants) for every mode; it "
                           "only applies to inference compiles, the training step is unchanged")
-    run.add_argument("--out", default="bench/out/{tag}",
-                     help="output directory; {tag} becomes date_torch-version_device")
     run.add_argument("--save-outputs", action="store_true",
                      help="also save every mode's outputs and gradients under OUT/outputs/")
-    run.add_argument("--min-seconds", type=float, default=0.5, help="CPU timing budget per measurement")
-    run.add_argument("--rounds", type=int, default=1,
-                     help="measure the compiled modes of a model in this many interleaved rounds (latency is "
-                          "the median over rounds, latency_ms_runs keeps each): the run-to-run noise next to the "
-                          "ratios")
-    run.add_argument("--threads", type=int, default=None,
-                     help="CPU intra-op threads (Inductor's C++ kernels use as many); 1 keeps timings "
-                          "stable on a shared machine, where OpenMP threads stall behind other processes")
-    run.add_argument("--latency-stat", choices=list(LATENCY_KEYS), default="median",
-                     help="latency shown in report.md and plots (results.jsonl keeps both)")
+    zoo = sub.add_parser("zoo", help="full library models and ours under every setting: inference, training "
+                                     "step, freezing, CUDA graphs")
+    zoo.add_argument("--models", type=_csv(list(ZOO)), default=list(ZOO))
+    zoo.add_argument("--modes", type=_csv([m for m in MODES if m != "eager"]), default=["inductor", "eqsat"],
+                     help="compiled modes, inductor among them (the baseline); the cudagraphs setting "
+                          "runs each as MODE_cg")
+    zoo.add_argument("--settings", type=_csv(list(zoo_report.SETTINGS)), default=list(zoo_report.SETTINGS),
+                     help="cudagraphs is skipped on CPU")
+    _measurement_args(zoo, "bench/out/zoo_{tag}", "small", 3)
     rerender = sub.add_parser("report", help="rewrite report.md and plots of an earlier run from its results.jsonl")
     rerender.add_argument("dir", type=Path)
     rerender.add_argument("--latency-stat", choices=list(LATENCY_KEYS), default="median")
@@ -77,15 +94,45 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _progress(total: int):
+    """tqdm's bar on stderr, or without tqdm a line per case."""
     try:
         from tqdm import tqdm
     except ImportError:
-        return None
+        return _PlainProgress(total)
     return tqdm(total=total, unit="case", file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> Path:
-    """Run every case, streaming rows to results.jsonl; then write report.md and plots."""
+class _PlainProgress:
+    """The part of tqdm's interface the harness uses: "[done/total] model/mode/phase" lines."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+
+    def set_description(self, label: str) -> None:
+        print(f"[{self.done}/{self.total}] {label}", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+
+    def close(self) -> None:
+        print(f"[{self.done}/{self.total}] done", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Case:
+    """One model and phase: its compiled modes (``(mode, dynamic)``), the runner's settings, and the
+    row keys that tell it from the other cases of the model (the zoo's setting)."""
+
+    model: str
+    builder: Callable
+    phase: str
+    variants: list[tuple[str, bool]]
+    settings: dict
+    fields: dict = field(default_factory=dict)
+
+
+def _start(args: argparse.Namespace) -> tuple[Path, dict, dict]:
+    """Check the device and make the output folder; the run's metadata and the runner's settings."""
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: CUDA is not available on this machine; nothing was run")
     if args.threads:
@@ -93,38 +140,80 @@ def run(args: argparse.Namespace) -> Path:
     tag = run_tag(args.device)
     out_dir = Path(args.out.format(tag=tag))
     out_dir.mkdir(parents=True, exist_ok=True)
-    phases = [p for p in PHASES if (p == "infer" and args.infer) or (p == "train" and args.train)]
     meta = {"tag": tag, "torch": torch.__version__, "device": args.device, "device_name": device_name(args.device),
-            "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads(), "freezing": args.freezing}
+            "size": args.size, "dtype": args.dtype, "threads": torch.get_num_threads(),
+            "transformers": _version("transformers")}
     settings = {"size": args.size, "device": args.device, "dtype": DTYPES[args.dtype], "min_seconds": args.min_seconds,
-                "freezing": args.freezing, "rounds": args.rounds}
+                "rounds": args.rounds}
+    return out_dir, meta, settings
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def run(args: argparse.Namespace) -> Path:
+    """Run every case, streaming rows to results.jsonl; then write report.md and plots."""
+    if args.device != "cuda" and any(m.endswith(CUDAGRAPHS) for m in args.modes):
+        raise SystemExit("CUDA graphs (MODE_cg) need --device cuda")
+    out_dir, meta, settings = _start(args)
+    meta["freezing"] = settings["freezing"] = args.freezing
+    phases = [p for p in PHASES if (p == "infer" and args.infer) or (p == "train" and args.train)]
     variants = [(m, d) for m in args.modes for d in ((False, True) if args.dynamic and m != "eager" else (False,))]
-    rows: list[dict] = []
-    warm_up(args.modes, args.device)
-    bar = _progress(len(args.models) * len(phases) * len(variants))
-    with open(out_dir / "results.jsonl", "w") as results:
-        for model in args.models:
-            for phase in phases:
-                for row, outcome in _run_model_phase(model, phase, variants, settings, bar):
-                    if bar is not None:
-                        bar.update(1)
-                    row = {"model": model, **row, **meta}
-                    rows.append(row)
-                    results.write(json.dumps(row) + "\n")
-                    results.flush()
-                    if args.save_outputs and outcome is not None:
-                        _save_outcome(out_dir, row, outcome)
-    if bar is not None:
-        bar.close()
-    write_outputs(rows, meta, out_dir, args.latency_stat)
+    cases = [Case(model, REGISTRY[model], phase, variants, settings) for model in args.models for phase in phases]
+    write_outputs(_stream(cases, out_dir, meta, args.save_outputs), meta, out_dir, args.latency_stat)
     return out_dir
 
 
-META_KEYS = ("tag", "torch", "device", "device_name", "size", "dtype", "threads", "freezing")
+def zoo(args: argparse.Namespace) -> Path:
+    """Every zoo model under every setting, model after model (a run cut short by a time limit still
+    has every setting of the models it finished), modes interleaved within each setting."""
+    if "inductor" not in args.modes:
+        raise SystemExit("--modes must include inductor: every ratio in the zoo is against it")
+    out_dir, meta, settings = _start(args)
+    skipped = {s: why for s in args.settings if (why := zoo_report.unavailable(s, args.device))}
+    for name, why in skipped.items():
+        print(f"setting {name} skipped: {why}", file=sys.stderr)
+    meta["skipped_settings"] = skipped
+    cases = []
+    for model in args.models:
+        for name in (s for s in args.settings if s not in skipped):
+            _, phase, frozen, suffix = zoo_report.SETTINGS[name]
+            cases.append(Case(model, ZOO[model], phase, [(m + suffix, False) for m in args.modes],
+                              {**settings, "freezing": frozen}, {"setting": name, "freezing": frozen}))
+    write_outputs(_stream(cases, out_dir, meta, save_outputs=False), meta, out_dir, args.latency_stat)
+    return out_dir
+
+
+def _stream(cases: list[Case], out_dir: Path, meta: dict, save_outputs: bool) -> list[dict]:
+    """Rows of every case, each written to results.jsonl as it comes (a run cut short keeps them)."""
+    rows: list[dict] = []
+    warm_up(list(dict.fromkeys(m for case in cases for m, _ in case.variants)), meta["device"])
+    bar = _progress(sum(len(case.variants) for case in cases))
+    with open(out_dir / "results.jsonl", "w") as results:
+        for case in cases:
+            for row, outcome in _run_model_phase(case, bar):
+                bar.update(1)
+                row = {"model": case.model, **row, **meta, **case.fields}
+                rows.append(row)
+                results.write(json.dumps(row) + "\n")
+                results.flush()
+                if save_outputs and outcome is not None:
+                    _save_outcome(out_dir, row, outcome)
+    bar.close()
+    return rows
+
+
+META_KEYS = ("tag", "torch", "device", "device_name", "size", "dtype", "threads", "freezing", "transformers",
+             "skipped_settings")
 
 
 def write_outputs(rows: list[dict], meta: dict, out_dir: Path, latency_stat: str) -> None:
-    (out_dir / "report.md").write_text(report.render(rows, meta, latency_stat))
+    render = zoo_report.render if any("setting" in row for row in rows) else report.render
+    (out_dir / "report.md").write_text(render(rows, meta, latency_stat))
     plots.write_plots(rows, out_dir, LATENCY_KEYS[latency_stat])
 
 
@@ -137,11 +226,11 @@ def rerender(out_dir: Path, latency_stat: str) -> Path:
     return out_dir
 
 
-def _run_model_phase(model: str, phase: str, variants: list[tuple[str, bool]], settings: dict, bar):
+def _run_model_phase(case: Case, bar):
     """Rows of one model and phase. The static modes are compiled one after the other and kept, then
     timed in interleaved rounds (``runner.paired_latency``); then (``--dynamic``) each mode with a
     symbolic batch, compiled and timed on its own."""
-    builder = REGISTRY[model]
+    builder, model, phase, variants, settings = case.builder, case.model, case.phase, case.variants, case.settings
     try:
         reference = eager_reference(builder, phase, settings)
     except ModuleNotFoundError as err:  # e.g. transformers missing: skip the model, keep the run going
@@ -173,11 +262,7 @@ def _timed(compiled: list[tuple], settings: dict):
 
 
 def _announce(bar, model: str, mode: str, phase: str) -> None:
-    label = f"{model}/{mode}/{phase}"
-    if bar is None:
-        print(label, file=sys.stderr, flush=True)
-    else:
-        bar.set_description(label)
+    bar.set_description(f"{model}/{mode}/{phase}")
 
 
 def _save_outcome(out_dir: Path, row: dict, outcome) -> None:
@@ -198,6 +283,6 @@ def main(argv: list[str] | None = None) -> None:
             ["run", "--models", ",".join(DEMO_MODELS), "--modes", "inductor,eqsat", "--no-train",
              "--threads", "1", "--latency-stat", "min", "--out", "bench/out/demo_{tag}"]
         )
-    out_dir = run(args)
+    out_dir = zoo(args) if args.command == "zoo" else run(args)
     print((out_dir / "report.md").read_text())
     print(f"results in {out_dir}/")

@@ -1,17 +1,25 @@
 """Which rewrite makes a model wrong under Inductor's ``freezing``: compile it with eqsat, the inner
-compiler Inductor or eager, and each batch rule switched off in turn; max error against eager.
+compiler Inductor or eager, and each batch rule switched off in turn; max error against eager. Then,
+graph by graph, with the backend's GPU guard lifted (``batch_layernorm`` on): each Dynamo graph eqsat
+optimized, run eagerly and through Inductor with freezing (without our post-grad pass, then with it).
+A graph that runs right eagerly and wrong through Inductor alone is Inductor's miscompile of a valid
+program: its code goes to ``--dump`` (the reproducer for upstream).
 
-    python -m bench.freezing_check --device cuda --model bart
+    python -m bench.freezing_check --device cuda --model bart --dump DIR
 """
 from __future__ import annotations
 
 import argparse
+import pathlib
 
 import torch
 import torch._inductor.config as inductor_config
 
 from bench.models import REGISTRY
 from fx_bridge import eqsat_backend, torch_compat
+from fx_bridge.backend import optimize_or_keep
+from fx_bridge.options import Options
+from fx_bridge.post_grad import EqsatPostGradPass
 
 VARIANTS = [("inductor", ()), ("eager", ()), ("inductor", ("batch_layernorm",)), ("inductor", ("batch_linear",)),
             ("inductor", ("batch_linear_lhs",)), ("inductor", ("batch",))]
@@ -26,6 +34,7 @@ def main(argv=None) -> None:
     ap.add_argument("--model", default="bart")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--size", default="small")
+    ap.add_argument("--dump", default=None, help="write the code of every graph Inductor gets wrong here")
     args = ap.parse_args(argv)
     model, inputs = REGISTRY[args.model](args.size, device=args.device)
     with torch.no_grad(), inductor_config.patch(freezing=True):
@@ -40,6 +49,44 @@ def main(argv=None) -> None:
             used = sorted({r for rep in backend.reports for r in rep.rules_used})
             print(f"inner={inner} disabled={list(disabled)}: max err {(got - want).abs().max().item():.3g}; "
                   f"used {used}", flush=True)
+        for post_grad in (False, True):
+            torch_compat.reset_dynamo()
+            got = _first(torch.compile(model, backend=_per_graph(post_grad, args.dump))(*inputs))
+            print(f"unguarded, post_grad={post_grad}: model max err {(got - want).abs().max().item():.3g}", flush=True)
+
+
+def _err(a, b) -> float:
+    leaves = [(x, y) for x, y in zip(a, b) if isinstance(x, torch.Tensor) and x.is_floating_point()]
+    return max(((x - y).abs().max().item() for x, y in leaves if x.numel()), default=0.0)
+
+
+def _per_graph(post_grad: bool, dump: str | None):
+    """A backend optimizing each graph with every rule (no GPU guard), then comparing the optimized
+    graph run eagerly with it compiled by Inductor (``freezing`` on, our post-grad pass or not)."""
+    count = [0]
+
+    def backend(gm, example_inputs):
+        new_gm, report = optimize_or_keep(gm, example_inputs, Options(), frozen_params=True)
+        compiler = (torch_compat.compile_fx_with_post_grad_pass(lambda user: EqsatPostGradPass(Options(), then=user))
+                    if post_grad else torch_compat.compile_fx())
+        compiled = compiler(new_gm, example_inputs)
+        i, count[0] = count[0], count[0] + 1
+
+        def run(*args):
+            out = compiled(*args)
+            eager, original = new_gm(*args), gm(*args)
+            err, ours = _err(out, eager), _err(eager, original)
+            print(f"  graph {i} ({len(gm.graph.nodes)} nodes; rules {sorted(report.rules_used)}): optimized graph "
+                  f"eagerly vs original {ours:.3g}; Inductor vs eagerly {err:.3g}", flush=True)
+            if dump and err > 1e-3 and ours <= 1e-3:
+                path = pathlib.Path(dump) / f"graph{i}_post_grad{int(post_grad)}.py"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                shapes = [(tuple(a.shape), str(a.dtype), tuple(a.stride())) for a in args if isinstance(a, torch.Tensor)]
+                path.write_text(f"# inputs (shape, dtype, strides): {shapes}\n{new_gm.code}")
+            return out
+        return run
+
+    return backend
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 # The GPU figures the issues ask for, in as few device calls as possible.
 #   bash bench/h200_session.sh JOB...    (JOB: calibrate | calibrate_train | bench | dynamic | hf | hf_frozen | train | ddp |
 #                                          scale | wide | layout | soak | mend | parity | dump |
-#                                          freezecheck | profile)
+#                                          freezecheck | profile | zoo)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -58,6 +58,25 @@ for l in open(sys.argv[1]):
           "noise %.1f%%" % (100 * (max(runs) - min(runs)) / max(min(runs), 1e-9)))' \
           "/tmp/$run/results.jsonl" >> /tmp/job.txt
         cat "/tmp/$run/report.md" >> /tmp/job.txt ;;
+    # issue 29: the zoo of whole models (transformers, timm/torchvision, ours) for Inductor and eqsat under every
+    # setting: inference, training step, freezing, CUDA graphs; modes timed in interleaved rounds. The whole zoo at
+    # size small is ~20 min of compiles, so a call runs one third (ZOO_GROUP, ~6-7 min each on the H200):
+    # a = the decoders (GQA, MoE) and split-cat programs, b = encoders and encoder-decoders, c = vision and recsys.
+    # Model after model, rows stream: a timeout keeps every setting of the models it finished. $out gets
+    # zoo_GROUP.jsonl (every row; `python -m bench report DIR` redraws the plots from DIR/results.jsonl),
+    # zoo_GROUP.md (report.md) and zoo_GROUP_speedup.png
+    zoo) group=${ZOO_GROUP:-a}
+         case $group in
+           a) zoo_models=gpt2,llama,qwen2,mixtral,split_cat_two_stage,ten_unequal_linears ;;
+           b) zoo_models=bert,t5,bart,phi3 ;;
+           c) zoo_models=vit,resnet18,dhen,wukong,interformer,dlrm,recsys_tower ;;
+         esac
+         TQDM_DISABLE=1 timeout "${T_ZOO:-450}" python3 -m bench zoo --device cuda --size "${ZOO_SIZE:-small}" \
+           --models "${ZOO_MODELS:-$zoo_models}" --rounds "${ZOO_ROUNDS:-3}" --out "/tmp/zoo_$group" > /tmp/job.txt 2>&1
+         python3 -m bench report "/tmp/zoo_$group" > /dev/null 2>> /tmp/job.txt   # also after a timeout: rows stream
+         cp "/tmp/zoo_$group/results.jsonl" "$out/zoo_$group.jsonl"; cp "/tmp/zoo_$group/report.md" "$out/zoo_$group.md"
+         cp "/tmp/zoo_$group/speedup_vs_inductor.png" "$out/zoo_${group}_speedup.png"
+         sed -n '/^## Geomean/,/^## Inference (infer)/p' "/tmp/zoo_$group/report.md" >> /tmp/job.txt ;;   # + worse rows
     train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \

@@ -13,6 +13,13 @@ from fx_bridge import torch_compat
 
 MODES = ("eager", "inductor", "inductor_optimus", "eqsat_greedy", "eqsat")
 EQSAT_MODES = {"eqsat_greedy": "greedy", "eqsat": "saturate"}
+CUDAGRAPHS = "_cg"  # MODE_cg: MODE with CUDA graphs, what a user picks for launch-bound inference
+CG_MODES = tuple(mode + CUDAGRAPHS for mode in MODES if mode != "eager")
+
+
+def base_mode(mode: str) -> str:
+    """The mode without CUDA graphs (its compiler and Inductor config are the base mode's)."""
+    return mode.removesuffix(CUDAGRAPHS)
 
 
 @dataclass
@@ -41,15 +48,32 @@ class InductorBackend:
         return torch_compat.compile_fx()(gm, example_inputs)
 
 
+class CudaGraphs:
+    """A backend whose Inductor compiles use CUDA graphs: ``triton.cudagraphs``, the one option
+    ``mode="reduce-overhead"`` sets, which only ``backend="inductor"`` takes. ``compile_fx`` reads it
+    when called (and keeps it for the lazily compiled backward), so the patch spans that call."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs) -> object:
+        from torch._inductor import config as inductor_config
+
+        with inductor_config.patch({"triton.cudagraphs": True}):
+            return self.inner(gm, example_inputs)
+
+
 def compile_model(mode: str, model: torch.nn.Module) -> Compiled:
     """Wrap `model` for `mode`. Compilation itself happens lazily at the first call."""
     if mode == "eager":
         return Compiled(model)
-    if mode in ("inductor", "inductor_optimus"):  # Optimus is switched by the config patch, not here
-        return Compiled(torch.compile(model, backend=InductorBackend()))
-    if mode in EQSAT_MODES:
+    base = base_mode(mode)
+    if base in ("inductor", "inductor_optimus"):  # Optimus is switched by the config patch, not here
+        backend, reporter = InductorBackend(), None
+    elif base in EQSAT_MODES:
         from fx_bridge.backend import eqsat_backend  # at call time: tests substitute the backend
 
-        backend = eqsat_backend(mode=EQSAT_MODES[mode])
-        return Compiled(torch.compile(model, backend=backend), backend)
-    raise ValueError(f"unknown mode {mode!r}; choose from {MODES}")
+        backend = reporter = eqsat_backend(mode=EQSAT_MODES[base])
+    else:
+        raise ValueError(f"unknown mode {mode!r}; choose from {MODES + CG_MODES}")
+    return Compiled(torch.compile(model, backend=CudaGraphs(backend) if base != mode else backend), reporter)

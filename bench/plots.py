@@ -1,4 +1,5 @@
-"""PNG plots of a run: kernels and latency per model and mode, optimizer time against e-graph size.
+"""PNG plots of a run: kernels and latency per model and mode (per phase, or per zoo setting), the
+speedup over Inductor, optimizer time against e-graph size.
 
 Plots are a convenience; without matplotlib the run still writes its rows and report.
 """
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+
+from bench import report
 
 log = logging.getLogger("eqsat.bench")
 
@@ -63,15 +66,21 @@ def write_plots(rows: list[dict], out_dir: Path, latency_key: str = "latency_ms"
         log.warning("matplotlib is not installed: skipping plots")
         return []
     written = []
-    for phase in dict.fromkeys(r["phase"] for r in rows):
-        phase_rows = [r for r in rows if r["phase"] == phase]
-        kernel_rows = [r for r in phase_rows if r["mode"] != "eager"]
+    for name in dict.fromkeys(map(report.group, rows)):  # a phase, or a zoo setting
+        group_rows = [r for r in rows if report.group(r) == name]
+        kernel_rows = [r for r in group_rows if r["mode"] != "eager"]
         if kernel_rows:
-            path = out_dir / f"kernels_{phase}.png"
+            path = out_dir / f"kernels_{name}.png"
             _grouped_bars(plt, kernel_rows, "kernels_total", "kernels (generated + extern)", path, log_scale=True)
             written.append(path)
-        path = out_dir / f"latency_{phase}.png"
-        _grouped_bars(plt, phase_rows, latency_key, "latency (ms)", path, log_scale=True)
+        path = out_dir / f"latency_{name}.png"
+        _grouped_bars(plt, group_rows, latency_key, "latency (ms)", path, log_scale=True)
+        written.append(path)
+    speedups = [{"model": model, "mode": f"{mode} ({name})", "status": "ok", "speedup": value}
+                for (model, name, mode), value in report.speedups(rows, latency_key).items()]
+    if any(r["speedup"] for r in speedups):
+        path = out_dir / "speedup_vs_inductor.png"
+        _grouped_bars(plt, speedups, "speedup", "speedup over Inductor compiled alike", path, log_scale=True)
         written.append(path)
     path = out_dir / "optimizer_time_vs_graph_size.png"
     if _optimizer_scatter(plt, rows, path):

@@ -1,4 +1,5 @@
-"""Markdown report: one table per phase, ratios against Inductor and Inductor+Optimus, geomean rows."""
+"""Markdown report: one table per phase, ratios against Inductor and Inductor+Optimus, geomean rows,
+rows worse than Inductor flagged. The table, preamble and ratios are shared with ``bench.zoo_report``."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import math
 import statistics
 from collections import defaultdict
 
+from bench.modes import CUDAGRAPHS
+
 BASELINES = ("inductor", "inductor_optimus")
 
 
-def _fmt(value, digits: int = 2) -> str:
+def fmt(value, digits: int = 2) -> str:
+    """A table cell: – for a missing value, a few significant digits for a small one."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -35,17 +39,23 @@ LATENCY_KEYS = {"median": "latency_ms", "min": "latency_min_ms"}
 
 def _ratios(row: dict, by_mode: dict[str, dict], latency: str) -> dict[str, float | None]:
     """Kernel ratio (mode/baseline, lower is better) and speedup (baseline/mode, higher is better).
-    A dynamic-shapes row (``MODE+dyn``) is compared with the baseline compiled dynamically too."""
+    A row with CUDA graphs (``MODE_cg``) or dynamic shapes (``MODE+dyn``) is compared with the
+    baseline compiled the same way."""
     ratios = {}
-    suffix = "+dyn" if row.get("shapes") == "dynamic" else ""
     for base in BASELINES:
-        ref = by_mode.get(base + suffix, {})
+        ref = by_mode.get(base + _alike(row), {})
         ratios[f"kernels_vs_{base}"] = _ratio(row.get("kernels_total"), ref.get("kernels_total"))
         paired = _paired_speedups(row, ref) if latency == "latency_ms" and ref is not row else None
         ratios[f"speedup_vs_{base}"] = (statistics.median(paired) if paired
                                         else _ratio(ref.get(latency), row.get(latency)))
         ratios[f"speedup_range_vs_{base}"] = (min(paired), max(paired)) if paired else None
     return ratios
+
+
+def _alike(row: dict) -> str:
+    """The suffix of the baselines compiled like `row`: with CUDA graphs, with a dynamic batch."""
+    cudagraphs = row["mode"].removesuffix("+dyn").endswith(CUDAGRAPHS)
+    return (CUDAGRAPHS if cudagraphs else "") + ("+dyn" if row.get("shapes") == "dynamic" else "")
 
 
 def _paired_speedups(row: dict, ref: dict) -> list[float] | None:
@@ -59,55 +69,105 @@ def _paired_speedups(row: dict, ref: dict) -> list[float] | None:
 
 def _speedup_cell(ratios: dict, base: str) -> str:
     value, spread = ratios[f"speedup_vs_{base}"], ratios[f"speedup_range_vs_{base}"]
-    return f"{_fmt(value)} ({spread[0]:.2f}–{spread[1]:.2f})" if spread and value is not None else _fmt(value)
+    return f"{fmt(value)} ({spread[0]:.2f}–{spread[1]:.2f})" if spread and value is not None else fmt(value)
 
 
 HEADER = (
     "| model | mode | kernels (gen+ext) | ×kernels vs ind | ×kernels vs opt | latency ms | speedup vs ind "
-    "| speedup vs opt | compile s | optimizer s | e-graph nodes | max err | max grad err | Inductor counter |"
+    "| speedup vs opt | compile s | optimizer s | e-graph nodes | max err | max grad err | Inductor counter "
+    "| eqsat predicted | worse than ind |"
 )
 
 
-def _table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
-    lines = [HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
-    per_mode_ratios: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+def by_model(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    """model → mode → row, for the rows of one phase or setting."""
     by_model: dict[str, dict[str, dict]] = defaultdict(dict)
     for row in rows:
         by_model[row["model"]][row["mode"]] = row
-    for model, by_mode in by_model.items():
+    return by_model
+
+
+def geomeans(rows: list[dict], modes: list[str], latency: str) -> dict[str, dict[str, float | None]]:
+    """Per mode, the geomean over models of each ratio against the baselines (``_ratios``), and
+    ``models``: how many ok rows went into it."""
+    per_mode: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for by_mode in by_model(rows).values():
+        for mode in modes:
+            row = by_mode.get(mode)
+            if row is None or row["status"] != "ok":
+                continue
+            for key, value in _ratios(row, by_mode, latency).items():
+                if not key.startswith("speedup_range"):
+                    per_mode[mode][key].append(value)
+    return {mode: {"models": len(ratios["speedup_vs_inductor"]), **{k: geomean(v) for k, v in ratios.items()}}
+            for mode, ratios in per_mode.items()}
+
+
+def _predicted(row: dict) -> int | None:
+    """eqsat's cost-model kernel count of what it handed Inductor: its Aten (post-grad) graphs when
+    it saw them (forward and backward), else its Dynamo graphs."""
+    graphs = row.get("graphs") or []
+    chosen = [g for g in graphs if g.get("stage") == "post_grad"] or graphs
+    values = [g["kernels_after"] for g in chosen if g.get("kernels_after")]
+    return sum(values) if values else None
+
+
+def worse_than_inductor(row: dict, by_mode: dict[str, dict], latency: str) -> str:
+    """Why a row is worse than Inductor compiled alike ("" when it is not, or when it is a baseline):
+    it failed where Inductor did not, it launches more, or it is slower, in every round when there
+    were several (a slower median within the rounds' noise is not flagged)."""
+    if is_baseline(row["mode"]) or row["status"] == "skipped":
+        return ""
+    if row["status"] != "ok":
+        return row["status"] if by_mode.get("inductor" + _alike(row), {}).get("status") == "ok" else ""
+    ratios = _ratios(row, by_mode, latency)
+    reasons = []
+    if (ratios["kernels_vs_inductor"] or 0) > 1:
+        reasons.append("more launches")
+    speedup, spread = ratios["speedup_vs_inductor"], ratios["speedup_range_vs_inductor"]
+    if speedup is not None and (spread[1] if spread else speedup) < 1:
+        reasons.append("slower")
+    return ", ".join(reasons)
+
+
+def is_baseline(mode: str) -> bool:
+    """Eager or Inductor alone, with or without CUDA graphs or a dynamic batch: nothing to rate."""
+    return mode.removesuffix("+dyn").removesuffix(CUDAGRAPHS) in ("eager", "inductor")
+
+
+def table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
+    lines = [HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
+    empty = " |" * (HEADER.count("|") - 5)
+    for model, by_mode in by_model(rows).items():
         for mode in modes:
             row = by_mode.get(mode)
             if row is None:
                 continue
+            flag = worse_than_inductor(row, by_mode, latency)
+            flag = f"**{flag}**" if flag else ""
             if row["status"] != "ok":
-                lines.append(f"| {model} | {mode} | {row['status']}: {row.get('reason', '')} |" + " |" * 11)
+                lines.append(f"| {model} | {mode} | {row['status']}: {row.get('reason', '')} |" + empty + f" {flag} |")
                 continue
             ratios = _ratios(row, by_mode, latency)
-            for key, value in ratios.items():
-                if not key.startswith("speedup_range"):
-                    per_mode_ratios[mode][key].append(value)
             kernels = (
                 f"{row['kernels_total']} ({row['kernels_generated']}+{row['kernels_extern']})"
                 if row.get("kernels_total") is not None else "–"
             )
             cells = [
                 model, mode, kernels,
-                _fmt(ratios["kernels_vs_inductor"]), _fmt(ratios["kernels_vs_inductor_optimus"]),
+                fmt(ratios["kernels_vs_inductor"]), fmt(ratios["kernels_vs_inductor_optimus"]),
                 _latency_cell(row, latency), _speedup_cell(ratios, "inductor"),
-                _speedup_cell(ratios, "inductor_optimus"), _fmt(row.get("compile_s"), 1),
-                _fmt(row.get("optimizer_s")), _fmt(row.get("egraph_nodes")),
-                _fmt(row.get("max_abs_err"), 2), _fmt(row.get("max_abs_err_grad"), 2),
-                _fmt(row.get("inductor_count_total")),
+                _speedup_cell(ratios, "inductor_optimus"), fmt(row.get("compile_s"), 1),
+                fmt(row.get("optimizer_s")), fmt(row.get("egraph_nodes")),
+                fmt(row.get("max_abs_err"), 2), fmt(row.get("max_abs_err_grad"), 2),
+                fmt(row.get("inductor_count_total")), fmt(_predicted(row)),
+                flag,
             ]
             lines.append("| " + " | ".join(cells) + " |")
-    for mode in modes:
-        ratios = per_mode_ratios.get(mode)
-        if not ratios:
-            continue
-        g = {key: geomean(values) for key, values in ratios.items()}
+    for mode, g in geomeans(rows, modes, latency).items():
         cells = [
-            "**geomean**", mode, "", _fmt(g["kernels_vs_inductor"]), _fmt(g["kernels_vs_inductor_optimus"]), "",
-            _fmt(g["speedup_vs_inductor"]), _fmt(g["speedup_vs_inductor_optimus"]), "", "", "", "", "", "",
+            "**geomean**", mode, "", fmt(g["kernels_vs_inductor"]), fmt(g["kernels_vs_inductor_optimus"]), "",
+            fmt(g["speedup_vs_inductor"]), fmt(g["speedup_vs_inductor_optimus"]), "", "", "", "", "", "", "", "",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -117,8 +177,34 @@ def _latency_cell(row: dict, latency: str) -> str:
     """The latency, and with several rounds the noise: half the spread of the rounds' medians."""
     runs = row.get("latency_ms_runs")
     if latency != "latency_ms" or not runs or not row.get(latency):
-        return _fmt(row.get(latency), 3)
+        return fmt(row.get(latency), 3)
     return f"{row[latency]:.3f} ±{50 * (max(runs) - min(runs)) / row[latency]:.0f}%"
+
+
+def preamble(meta: dict, latency_stat: str, title: str) -> list[str]:
+    """The title, the run's metadata and how to read the table's columns."""
+    return [
+        f"# {title} — {meta['tag']}",
+        "",
+        f"torch {meta['torch']} · device {meta['device_name']} · size `{meta['size']}` · dtype {meta['dtype']}"
+        f" · {meta.get('threads', '?')} CPU threads"
+        + (f" · transformers {meta['transformers']}" if meta.get("transformers") else "")
+        + (" · Inductor freezing on (inference compiles fold the parameters)" if meta.get("freezing") else ""),
+        "",
+        "Kernels are the launches in Inductor's wrapper code: generated kernels (Triton kernels, or fused C++ "
+        "functions on CPU) plus extern calls (mm, bmm, fallbacks), forward and backward for training. "
+        "'Inductor counter' is generated_kernel_count + extern calls; on CPU it counts every loop nest inside a "
+        "fused C++ function (less the nests of abandoned outer-loop fusion attempts, which it counts twice). "
+        "'eqsat predicted' is eqsat's cost model's kernel count for the graphs it handed Inductor."
+        f" ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step "
+        "(every mode of a model compiled, then timed in interleaved rounds; with several rounds, the median over "
+        "them ± half their spread) and speedup is baseline latency/mode latency (higher is better; with several "
+        "rounds, the median of the per-round ratios and their range). Compile times are cold (caches off, no "
+        "other compile of the model reused) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile "
+        "with the batch dim marked dynamic, rows `MODE_cg` with CUDA graphs, and each is compared with the "
+        "baselines compiled the same way. 'worse than ind' flags a row that failed where Inductor did not, "
+        "launches more than Inductor, or is slower than it (in every round, with several).",
+    ]
 
 
 def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
@@ -128,35 +214,35 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
     """
     latency = LATENCY_KEYS[latency_stat]
     modes = list(dict.fromkeys(row["mode"] for row in rows))
-    lines = [
-        f"# eqsat benchmark — {meta['tag']}",
-        "",
-        f"torch {meta['torch']} · device {meta['device_name']} · size `{meta['size']}` · dtype {meta['dtype']}"
-        f" · {meta.get('threads', '?')} CPU threads"
-        + (" · Inductor freezing on (inference compiles fold the parameters)" if meta.get("freezing") else ""),
-        "",
-        "Kernels are the launches in Inductor's wrapper code: generated kernels (Triton kernels, or fused C++ "
-        "functions on CPU) plus extern calls (mm, bmm, fallbacks), forward and backward for training. "
-        "'Inductor counter' is generated_kernel_count + extern calls; on CPU it counts every loop nest inside a "
-        "fused C++ function (less the nests of abandoned outer-loop fusion attempts, which it counts twice)."
-        f" ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step "
-        "(every mode of a model compiled, then timed in interleaved rounds; with several rounds, the median over "
-        "them ± half their spread) and speedup is baseline latency/mode latency (higher is better; with several "
-        "rounds, the median of the per-round ratios and their range). Compile times are cold (caches off, no "
-        "other compile of the model reused) and include the first step. Rows `MODE+dyn` (`--dynamic`) compile "
-        "with the batch dim marked dynamic and are compared with the baselines compiled the same way.",
-    ]
+    lines = preamble(meta, latency_stat, "eqsat benchmark")
     for phase in dict.fromkeys(row["phase"] for row in rows):
         lines += ["", f"## {'Inference' if phase == 'infer' else 'Training step'} ({phase})", ""]
-        lines += _table([r for r in rows if r["phase"] == phase], modes, latency)
-    lines += _skipped_graphs(rows)
+        lines += table([r for r in rows if r["phase"] == phase], modes, latency)
+    lines += skipped_graphs(rows)
     return "\n".join(lines) + "\n"
 
 
-def _skipped_graphs(rows: list[dict]) -> list[str]:
+def group(row: dict) -> str:
+    """What a row is tabled and plotted under: its zoo setting, else its phase."""
+    return row.get("setting") or row["phase"]
+
+
+def speedups(rows: list[dict], latency: str = "latency_ms") -> dict[tuple[str, str, str], float | None]:
+    """(model, group, mode) → speedup over Inductor compiled alike, for every ok row that is not a
+    baseline."""
+    out = {}
+    for name in dict.fromkeys(map(group, rows)):
+        for model, by_mode in by_model([r for r in rows if group(r) == name]).items():
+            for mode, row in by_mode.items():
+                if row["status"] == "ok" and not is_baseline(mode):
+                    out[(model, name, mode)] = _ratios(row, by_mode, latency)["speedup_vs_inductor"]
+    return out
+
+
+def skipped_graphs(rows: list[dict]) -> list[str]:
     """Graphs the optimizer handed to Inductor unchanged because it could not handle them."""
     notes = [
-        f"- {r['model']} / {r['mode']} / {r['phase']}: {g['skipped'].splitlines()[0][:160]}"
+        f"- {r['model']} / {r['mode']} / {group(r)}: {g['skipped'].splitlines()[0][:160]}"
         for r in rows for g in r.get("graphs") or [] if g.get("skipped")
     ]
     return ["", "## Graphs the optimizer skipped", "", *notes] if notes else []

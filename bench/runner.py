@@ -18,7 +18,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from bench import measure
-from bench.modes import Compiled, compile_model
+from bench.modes import CUDAGRAPHS, Compiled, base_mode, compile_model
 from fx_bridge import inductor_metrics, torch_compat
 
 PHASES = ("infer", "train")
@@ -134,12 +134,13 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     if dynamic:
         mark_batch_dynamic(inputs)
     row["params"] = sum(p.numel() for p in model.parameters())
+    row["source"] = getattr(model, "source", type(model).__name__)  # the library and class (bench.models.zoo)
     keep = settings.get("keep_compiled")
     if not keep:
         inductor_metrics.cold_compile_reset()
     inductor_metrics.reset()
     try:
-        with inductor_metrics.inductor_config_patch(mode, freezing=settings.get("freezing", False)), \
+        with inductor_metrics.inductor_config_patch(base_mode(mode), freezing=settings.get("freezing", False)), \
                 inductor_metrics.capture_output_code() as code:
             compiled: Compiled = compile_model(mode, model)
             step = make_step(compiled.fn, model, inputs, phase)
@@ -147,6 +148,9 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
             out = step()
             measure.sync(settings["device"])
             first_call_s = time.perf_counter() - start
+            if mode.endswith(CUDAGRAPHS):  # the first call warms up; the second records the graphs, the third replays
+                step()
+                out = step()
     except Exception as err:  # a failing compile is a result to report, not a harness crash
         if not keep:  # a reset would also drop the modes kept for timing: they would recompile unpatched
             inductor_metrics.cold_compile_reset()
@@ -156,7 +160,8 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
 
     outcome = _outcome(out, model, inputs)
     if mode != "eager":
-        row.update({f"kernels_{k}": v for k, v in inductor_metrics.launch_counts(code).items()})
+        launches = inductor_metrics.launch_counts([_from_partitions(c) for c in code])
+        row.update({f"kernels_{k}": v for k, v in launches.items()})
         row.update({f"inductor_count_{k}": v for k, v in inductor_metrics.kernel_counts().items()})
         row["compile_s"] = first_call_s
         row["counters"] = inductor_metrics.inductor_counters()
@@ -166,6 +171,14 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     row["max_abs_err_grad"] = _grad_error(outcome.grads, reference.grads)
     row["peak_mem_bytes"] = measure.peak_memory_bytes(step, settings["device"])
     return row, outcome, step
+
+
+def _from_partitions(code: str) -> str:
+    """A wrapper for ``launch_counts``, which counts what follows ``def call(``. With graph partitions
+    (CUDA graphs turn them on) the kernels sit in ``partition_N`` functions defined before ``call``,
+    which runs them: count from the first partition on."""
+    start = code.find("def partition_")
+    return code if start < 0 else "def call(" + code[start:]
 
 
 def interleaved(steps: dict[str, Callable[[], object]], rounds: int, time_one: Callable) -> dict[str, list]:
@@ -205,7 +218,7 @@ def warm_up(modes: list[str], device: str) -> None:
     for mode in modes:
         if mode == "eager":
             continue
-        with inductor_metrics.inductor_config_patch(mode):
+        with inductor_metrics.inductor_config_patch(base_mode(mode)):
             compile_model(mode, _Tiny()).fn(x)
     inductor_metrics.cold_compile_reset()
 

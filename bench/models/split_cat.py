@@ -97,3 +97,52 @@ def build_illustrative(size: str | int = "small", device="cpu", dtype=torch.floa
     branches, dim = pick(size, tiny=4, small=64, medium=512, large=2000), 16
     x = randn(gen, 8 if size == "tiny" else 128, branches * dim, device=device, dtype=dtype)
     return finish(Illustrative(branches, dim), (x,), device, dtype)
+
+
+class SplitCatTwoStage(nn.Module):
+    """split into one-wide pieces → sigmoid·2 → cat, then split into four-wide pieces → tanh+1 → cat:
+    two split-cat stages back to back, each one kernel per piece for Inductor alone."""
+
+    def __init__(self, pieces: int):
+        super().__init__()
+        if pieces % 4:
+            raise ValueError(f"the second stage splits into four-wide pieces: {pieces} pieces is not a multiple of 4")
+        self.pieces = pieces
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        first = torch.cat([torch.sigmoid(p) * 2 for p in torch.split(x, 1, dim=1)], dim=1)
+        return torch.cat([torch.tanh(q) + 1 for q in torch.split(first, 4, dim=1)], dim=1)
+
+
+def build_split_cat_two_stage(size: str | int = "small", device="cpu", dtype=torch.float32):
+    """A name keeps 64 pieces and sets the rows; an int sets the piece count (issue 30: 4,096, so
+    1,024 four-wide pieces in the second stage) at 256 rows."""
+    gen = seeded(13)
+    pieces = size if isinstance(size, int) else 64
+    rows = 256 if isinstance(size, int) else pick(size, tiny=4, small=256, medium=4096, large=65536)
+    return finish(SplitCatTwoStage(pieces), (randn(gen, rows, pieces, device=device, dtype=dtype),), device, dtype)
+
+
+class UnequalLinears(nn.Module):
+    """Optimus' group-linear test module (MyModule4 of torch's test_group_batch_fusion.py): ten linears
+    of unequal widths (z - i % 5), with bias, all on one input; their outputs concatenated, split into
+    z-wide pieces stacked along the batch, through ten more such linears, concatenated, sigmoid."""
+
+    def __init__(self, z: int = 10, n: int = 10):
+        super().__init__()
+        self.z = z
+        self.first = nn.ModuleList(nn.Linear(z, z - i % 5) for i in range(n))
+        self.second = nn.ModuleList(nn.Linear(z, z - i % 5) for i in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 1.2
+        wide = torch.cat([linear(x) for linear in self.first], dim=1)
+        tall = torch.cat(torch.split(wide, self.z, dim=1))
+        return torch.sigmoid(torch.cat([linear(tall) for linear in self.second], dim=1))
+
+
+def build_ten_unequal_linears(size: str | int = "small", device="cpu", dtype=torch.float32):
+    """size = rows of the input (Optimus' test uses z = 10 rows of width z = 10)."""
+    gen = seeded(14)
+    rows = pick(size, tiny=4, small=64, medium=512, large=4096)
+    return finish(UnequalLinears(), (randn(gen, rows, 10, device=device, dtype=dtype),), device, dtype)

@@ -1,0 +1,93 @@
+"""report.md of ``python -m bench zoo``: what each model was built from, the geomean speed-up over
+Inductor of every setting side by side (with and without CUDA graphs), the rows worse than Inductor,
+then one table per setting (``report.table``)."""
+
+from __future__ import annotations
+
+from bench import report
+from bench.modes import CUDAGRAPHS
+
+SETTINGS = {  # name: (title, phase, Inductor freezing, mode suffix)
+    "infer": ("Inference", "infer", False, ""),
+    "train": ("Training step (forward + sum-loss backward)", "train", False, ""),
+    "frozen": ("Inference with Inductor's freezing (parameters folded into constants)", "infer", True, ""),
+    "cudagraphs": ("Inference with CUDA graphs (`triton.cudagraphs`, what mode=\"reduce-overhead\" sets)",
+                   "infer", False, CUDAGRAPHS),
+}
+
+
+def unavailable(setting: str, device: str) -> str | None:
+    """Why a setting cannot run on `device`, or None when it can."""
+    if SETTINGS[setting][3] == CUDAGRAPHS and device != "cuda":
+        return "CUDA graphs need a CUDA device (--device cuda)"
+    return None
+
+
+def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
+    """The whole report.md text of a zoo run (rows carry their ``setting``)."""
+    latency = report.LATENCY_KEYS[latency_stat]
+    settings = [s for s in SETTINGS if any(r.get("setting") == s for r in rows)]
+    lines = report.preamble(meta, latency_stat, "eqsat zoo") + _models(rows)
+    lines += ["", "## Geomean over the models, against Inductor compiled the same way", "",
+              "| setting | mode | models | ×kernels vs ind | speedup vs ind | rows worse than ind |",
+              "|---|---|---|---|---|---|"]
+    tables, worse = [], []
+    for setting in settings:
+        setting_rows = [r for r in rows if r.get("setting") == setting]
+        modes = list(dict.fromkeys(r["mode"] for r in setting_rows))
+        flagged = _worse(setting_rows, latency)
+        worse += [f"- {model} / {setting} / {mode}: {why}" for model, mode, why in flagged]
+        for mode, g in report.geomeans(setting_rows, modes, latency).items():
+            if not report.is_baseline(mode):
+                count = sum(1 for _, m, _ in flagged if m == mode)
+                lines.append(f"| {setting} | {mode} | {g['models']} | {report.fmt(g['kernels_vs_inductor'])} "
+                             f"| {report.fmt(g['speedup_vs_inductor'])} | {count} |")
+        tables += ["", f"## {SETTINGS[setting][0]} ({setting})", "", *report.table(setting_rows, modes, latency)]
+    for name, why in (meta.get("skipped_settings") or {}).items():
+        lines += ["", f"`{name}` was not run: {why}."]
+    if worse:
+        lines += ["", "## Rows worse than Inductor", "", *worse]
+    lines += tables + _cudagraph_notes(rows) + report.skipped_graphs(rows)
+    return "\n".join(lines) + "\n"
+
+
+def _models(rows: list[dict]) -> list[str]:
+    """One line per model: the library, class and attention it was built with, and its size."""
+    lines = ["", "## Models", "", "| model | built from | parameters |", "|---|---|---|"]
+    for model, by_mode in report.by_model(rows).items():
+        row = next(iter(by_mode.values()))
+        lines.append(f"| {model} | {row.get('source') or row.get('reason', '–')} | {_count(row.get('params'))} |")
+    return lines
+
+
+def _count(n: int | None) -> str:
+    if n is None:
+        return "–"
+    return f"{n / 1e6:.1f} M" if n >= 1e6 else f"{n / 1e3:.1f} k" if n >= 1e3 else str(n)
+
+
+def _worse(rows: list[dict], latency: str) -> list[tuple[str, str, str]]:
+    """(model, mode, why) of the rows of one setting that are worse than Inductor."""
+    return [(model, mode, why) for model, by_mode in report.by_model(rows).items() for mode, row in by_mode.items()
+            if (why := report.worse_than_inductor(row, by_mode, latency))]
+
+
+COPIED = "cudagraph_recorded_non_static_inputs"  # Inductor's counter of the inputs copied at each replay
+
+
+def _cudagraph_notes(rows: list[dict]) -> list[str]:
+    """What makes a ``_cg`` row's latency more than replayed graphs: graphs Inductor ran without CUDA
+    graphs (a CPU tensor, a mutated input, dynamic shapes), and inputs that cudagraph trees copy into
+    the recorded graph at every replay (neither parameters nor buffers to them), where Inductor alone
+    has fewer."""
+    notes = [f"- {r['model']} / {r['mode']}: {_counter(r, 'cudagraph_skips')} graph(s) without CUDA graphs"
+             for r in rows if _counter(r, "cudagraph_skips")]
+    for model, by_mode in report.by_model([r for r in rows if r.get("setting") == "cudagraphs"]).items():
+        alone = _counter(by_mode.get("inductor_cg"), COPIED)
+        notes += [f"- {model} / {mode}: {_counter(row, COPIED)} inputs copied at every replay (Inductor alone: {alone})"
+                  for mode, row in by_mode.items() if _counter(row, COPIED) > alone]
+    return ["", "## CUDA graphs", "", *notes] if notes else []
+
+
+def _counter(row: dict | None, key: str) -> int:
+    return ((row or {}).get("counters") or {}).get(key, 0)

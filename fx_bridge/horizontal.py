@@ -364,7 +364,8 @@ RULE_NAMES = frozenset(r.name for r in BATCH_RULES)
 # batch_linear's and group_linear's members read distinct inputs: linears sharing one are batch_linear_lhs'
 # (one mm on the concatenated weight), and stacking one activation k times copies it k times. It is also
 # a miscompile: Inductor (2.11 on the H200, 2.13 on CPU) computed HF BART wrongly (max error 6.2) when a
-# stack of [x, y, y, y] fed the batched matmul, and right when that stack was a graph output.
+# stack of [x, y, y, y] fed the batched matmul; docs/upstream/inductor_stacked_repeat/ is that valid
+# graph, exact eagerly, wrong by ~1 through Inductor alone (the reproducer for upstream).
 # group_linear's are also not all of one shape (batch_linear's). batch_mm stacks both operands (and
 # addmm's bias): each must be distinct too (BERT's backward stacked one activation three times).
 def _input(t: Term) -> set:

@@ -27,7 +27,7 @@ from eqsat.serialized import EGraphView
 from eqsat.sizes import SizeOverflow, hint_shapes
 from rules.library import select, shape_rules
 
-from . import inductor_probe, verify
+from . import inductor_probe, torch_compat, verify
 from .horizontal import horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
@@ -108,7 +108,10 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
         report.budget_seconds = deadline.seconds
         try:
-            return _optimize(gm, example_inputs, opts, report, deadline, Outputs(user_outputs, copied_back))
+            new_gm, report = _optimize(gm, example_inputs, opts, report, deadline, Outputs(user_outputs, copied_back))
+            if new_gm is not gm:
+                torch_compat.keep_dynamo_identity(gm, new_gm)
+            return new_gm, report
         finally:
             report.peak_rss_mb = _peak_rss_mb()
             if deadline.hit:

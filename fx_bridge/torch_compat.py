@@ -83,6 +83,22 @@ def autocast_region_targets() -> tuple[Any, Any]:
     return autocast_mode._enter_autocast, autocast_mode._exit_autocast
 
 
+def keep_dynamo_identity(src: torch.fx.GraphModule, dst: torch.fx.GraphModule) -> None:
+    """Carry what marks ``src`` as Dynamo's graph over to its rewrite ``dst``: the module's ``meta``
+    (``dynamo_compile_id``), ``_param_name_to_source`` and each placeholder's ``_dynamo_source``.
+    AOTAutograd marks parameters static inputs only on a graph it knows as Dynamo's; without them
+    CUDA graphs copy every parameter into the recorded graph at each replay (H200, BART: 93 inputs
+    copied where Inductor alone copies 2)."""
+    for key, value in src.meta.items():
+        dst.meta.setdefault(key, value)
+    if hasattr(src, "_param_name_to_source"):
+        dst._param_name_to_source = src._param_name_to_source
+    sources = {n.name: n._dynamo_source for n in src.graph.find_nodes(op="placeholder") if hasattr(n, "_dynamo_source")}
+    for n in dst.graph.find_nodes(op="placeholder"):
+        if n.name in sources:
+            n._dynamo_source = sources[n.name]
+
+
 def grad_mode_switch() -> Any:
     """What Dynamo records ``with torch.no_grad()`` / ``enable_grad()`` / ``set_grad_enabled(b)``
     as: a call of this function with the new mode, at the block's entry and exit."""

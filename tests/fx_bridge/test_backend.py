@@ -134,3 +134,35 @@ def test_greedy_mode_runs_families_in_order():
 def test_unknown_option_is_refused():
     with pytest.raises(ValueError, match="unknown eqsat option 'no_such_option'"):
         eqsat_backend(no_such_option=1)
+
+
+def test_a_rewritten_graph_keeps_its_parameters_static_for_cuda_graphs():
+    """AOTAutograd marks a Dynamo graph's parameters static inputs (CUDA graphs record them once)
+    only on a graph it knows as Dynamo's: the rewrite carries Dynamo's marks (H200, BART under CUDA
+    graphs: 93 inputs copied at each replay where Inductor alone copied 2)."""
+    from functorch.compile import make_boxed_func
+    from torch._guards import TracingContext
+
+    from fx_bridge.backend import optimize_or_keep
+    from fx_bridge.options import Options
+
+    def static_inputs(rewrite: bool) -> list[int]:
+        seen = []
+
+        def inner(gm, example_inputs):
+            seen.append(list(TracingContext.try_get().fw_metadata.static_input_indices))
+            return make_boxed_func(gm.forward)
+
+        def backend(gm, example_inputs):
+            if rewrite:
+                gm, report = optimize_or_keep(gm, example_inputs, Options(inner="eager"))
+                assert_optimized(report)
+            return torch_compat.aot_backend(inner)(gm, example_inputs)
+
+        torch_compat.reset_dynamo()
+        model = SplitCat()
+        with torch.no_grad():
+            torch.compile(model, backend=backend)(torch.randn(4, 32))
+        return seen[0]
+
+    assert static_inputs(rewrite=True) == static_inputs(rewrite=False) != []

@@ -31,7 +31,7 @@ def _ratio(numerator, denominator) -> float | None:
 
 def geomean(values: list[float]) -> float | None:
     values = [v for v in values if v is not None and v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+    return statistics.geometric_mean(values) if values else None
 
 
 LATENCY_KEYS = {"median": "latency_ms", "min": "latency_min_ms"}

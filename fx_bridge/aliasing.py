@@ -34,6 +34,7 @@ from torch.fx.node import map_aggregate
 
 from . import torch_compat
 from .lower import Unsupported
+from .symbolic import output_leaves
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,6 @@ class LeafAlias:
 
 def _value(n: torch.fx.Node, key: str | None) -> Any:
     return n.meta.get(key) if key else torch_compat.node_value(n)
-
-
-def output_leaves(gm: torch.fx.GraphModule) -> list[Any]:
-    """The output's leaves in order (FX nodes, or constants)."""
-    out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
-    leaves: list[Any] = []
-    map_aggregate(out.args[0], leaves.append)
-    return leaves
 
 
 def alias_signature(gm: torch.fx.GraphModule, key: str | None = None,

@@ -180,8 +180,8 @@ def check_same_output_sizes(original: torch.fx.GraphModule, new: torch.fx.GraphM
     """Every output of ``new`` (fresh fake values in ``meta['val']``) has the symbolic shape of the
     original's: raises :class:`NotForEverySize` otherwise. With new guards refused while ``new`` was
     traced (``fx_bridge.raising.refresh_fake_values``), the graph is right for every admitted size."""
-    want = [torch_compat.node_value(n) if isinstance(n, torch.fx.Node) else n for n in _outputs(original)]
-    got = [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in _outputs(new)]
+    want = [torch_compat.node_value(n) if isinstance(n, torch.fx.Node) else n for n in output_leaves(original)]
+    got = [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in output_leaves(new)]
     if len(want) != len(got):
         raise NotForEverySize("the optimized graph has a different number of outputs")
     for w, g in zip(want, got):
@@ -189,7 +189,8 @@ def check_same_output_sizes(original: torch.fx.GraphModule, new: torch.fx.GraphM
             raise NotForEverySize(f"output size {_sizes(g)} is not {_sizes(w)} for every admitted size")
 
 
-def _outputs(gm: torch.fx.GraphModule) -> list[Any]:
+def output_leaves(gm: torch.fx.GraphModule) -> list[Any]:
+    """The output's leaves in order (FX nodes, or constants)."""
     out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     leaves: list[Any] = []
     map_aggregate(out.args[0], leaves.append)

@@ -5,6 +5,13 @@ chunk, unbind, sort), opaque ops, views, reductions, matmuls and split/cat tangl
 spelled the way Dynamo spells it (functions, methods, operators, negative dims), so the generator
 also exercises lowering's normalisation. ``rng`` is any ``random.Random`` (hypothesis' ``randoms()``
 shrinks through it).
+
+On request (``features=Features(...)``; off by default, so existing callers draw the same graphs) the
+graph also has what the trust issues found missing: inputs with layouts (transposed, channels_last,
+expanded with stride 0, sliced with a storage offset), a grad-mode region (``no_grad``,
+``enable_grad``, ``inference_mode``) around a run of ops, spelled as Dynamo records it, and in-place
+ops on inputs and views of inputs (``zero_``, ``mul_``, ``add_``, ``copy_``, ``fill_``, ``x[i] = c``)
+followed by split/cat/stack/unbind of what they wrote. What was drawn is in ``gm.meta["features"]``.
 """
 from __future__ import annotations
 
@@ -19,6 +26,24 @@ import torch.nn.functional as F
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 DIMS = (1, 2, 3, 4, 6, 8)
+LAYOUTS = ("transposed", "channels_last", "expanded", "sliced")
+GRAD_REGIONS = ("no_grad", "enable_grad", "inference_mode")
+INPLACE_OPS = ("zero_", "mul_", "add_", "copy_", "fill_", "setitem")
+# Ops whose result shares its first argument's storage (what an in-place write through it reaches).
+_VIEW_METHODS = {"split", "chunk", "unbind", "narrow", "select", "flatten", "permute", "transpose", "unsqueeze",
+                 "squeeze", "view", "reshape", "expand", "t", "detach"}
+
+
+@dataclass
+class Features:
+    """What ``random_graph`` adds on request. The default draws exactly the graphs it always drew."""
+
+    layouts: float = 0.0               # chance an input gets a layout other than contiguous
+    rank4: float = 0.0                 # chance an input is 4-D (channels_last needs one)
+    inplace: float = 0.0               # chance an op draw is an in-place block instead
+    grad_region: str | None = None     # one region of this mode (GRAD_REGIONS) around a run of op draws
+    grad_base: bool = True             # the grad mode the graph runs under (a region restores it)
+    leaves_require_grad: bool = False  # the inputs will require grad: only fresh clones are written
 
 
 @dataclass
@@ -29,13 +54,22 @@ class Value:
 
 
 class _Builder:
-    def __init__(self, rng: random.Random, dtype: torch.dtype, n_inputs: int):
-        self.rng, self.dtype = rng, dtype
+    def __init__(self, rng: random.Random, dtype: torch.dtype, n_inputs: int, features: Features | None = None):
+        self.rng, self.dtype, self.features = rng, dtype, features
         self.graph = fx.Graph()
         self.pool: list[Value] = []
         self.inputs: list[torch.Tensor] = []
+        self.input_of: dict[fx.Node, torch.Tensor] = {}
+        self.layout_of: dict[fx.Node, str] = {}
+        self.layouts: list[str] = []               # per input: "contiguous" or one of LAYOUTS
+        self.inplace_ops: list[str] = []           # e.g. "mul_ on a slice of an input"
+        self.region: str | None = None             # the grad-mode region being built, if any
+        self.inference_nodes: set[fx.Node] = set()  # made in an inference_mode region: never written
         for i in range(n_inputs):
-            shape = tuple(rng.choice(DIMS) for _ in range(rng.randint(2, 3)))
+            rank = rng.randint(2, 3)
+            if features is not None and rng.random() < features.rank4:
+                rank = 4
+            shape = tuple(rng.choice(DIMS) for _ in range(rank))
             self.add_input(f"x{i}", shape)
 
     def add_input(self, name: str, shape: tuple) -> Value:
@@ -44,6 +78,21 @@ class _Builder:
             t = torch.randn(shape, generator=self._gen()).to(self.dtype)
         else:
             t = torch.randint(-5, 6, shape, generator=self._gen(), dtype=self.dtype)
+        if self.features is not None:
+            layout = "contiguous"
+            if self.rng.random() < self.features.layouts:
+                layout = ("channels_last" if len(shape) == 4 and self.rng.random() < 0.5
+                          else self.rng.choice([k for k in LAYOUTS if k != "channels_last"]))
+                if layout in ("transposed", "channels_last") and sum(n > 1 for n in shape) < 2 \
+                        or layout == "expanded" and max(shape) == 1:
+                    layout = "sliced"  # size-1 dims: no permutation or expand changes the layout
+                t = self.with_layout(t, layout)
+                if layout != "sliced" and t.is_contiguous():  # e.g. channels_last of C == 1
+                    layout = "sliced"
+                    t = self.with_layout(t.contiguous(), layout)
+            self.layouts.append(layout)
+            self.layout_of[node] = layout
+            self.input_of[node] = t
         self.inputs.append(t)
         v = Value(node, shape, self.dtype)
         self.pool.append(v)
@@ -51,6 +100,64 @@ class _Builder:
 
     def _gen(self) -> torch.Generator:
         return torch.Generator().manual_seed(self.rng.randint(0, 2**31))
+
+    def _rand(self, shape) -> torch.Tensor:
+        if self.dtype.is_floating_point:
+            return torch.randn(shape, generator=self._gen()).to(self.dtype)
+        return torch.randint(-5, 6, shape, generator=self._gen(), dtype=self.dtype)
+
+    def with_layout(self, t: torch.Tensor, layout: str) -> torch.Tensor:
+        """``t``'s shape in another layout: the values of ``t`` (an expanded one repeats a slice)."""
+        rng, r = self.rng, t.dim()
+        if layout == "transposed":  # a permutation of the dims of size > 1
+            big = [d for d in range(r) if t.shape[d] > 1]
+            moved = list(big)
+            while moved == big:
+                rng.shuffle(moved)
+            perm = list(range(r))
+            for d, e in zip(big, moved):
+                perm[d] = e
+            inv = [perm.index(i) for i in range(r)]
+            return t.permute(perm).contiguous().permute(inv)
+        if layout == "channels_last":
+            return t.contiguous(memory_format=torch.channels_last)
+        if layout == "expanded":  # stride 0 along one or two dims
+            shape = t.shape
+            big = [d for d in range(r) if t.shape[d] > 1]
+            for d in rng.sample(big, min(len(big), rng.randint(1, 2))):
+                t = t.narrow(d, 0, 1)
+            return t.expand(shape)
+        # sliced: a window of a larger tensor, at a non-zero storage offset, rows strided
+        front = [rng.randint(1, 2)] + [rng.randint(0, 2) for _ in range(r - 1)]
+        back = [rng.randint(0, 1)] + [rng.randint(1, 2) for _ in range(r - 1)]
+        big = self._rand(tuple(f + s + b for f, s, b in zip(front, t.shape, back)))
+        window = big[tuple(slice(f, f + s) for f, s in zip(front, t.shape))]
+        window.copy_(t)
+        return window
+
+    def writable(self, v: Value) -> bool:
+        """An in-place write to ``v`` is legal in eager: no element of it shares memory with another
+        (no expand on its way from an input), and it was not made in an ``inference_mode`` region."""
+        return self._root(v.node)[1]
+
+    def of_input(self, v: Value) -> bool:
+        """``v`` is an input or a view of one: a write to it reaches the caller's tensor."""
+        return self._root(v.node)[0].op == "placeholder"
+
+    def _root(self, n: fx.Node) -> tuple[fx.Node, bool]:
+        """The node whose storage ``n`` shares (through view ops), and whether ``n`` is writable."""
+        writable = True
+        while True:
+            if n in self.inference_nodes:
+                writable = False
+            if n.op == "placeholder":
+                return n, writable and self.layout_of.get(n) != "expanded"
+            name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
+            if name == "expand":
+                writable = False
+            if not (name in _VIEW_METHODS or name == "getitem"):
+                return n, writable
+            n = n.args[0]
 
     def pick(self, pred: Callable[[Value], bool] = lambda v: True) -> Value | None:
         cands = [v for v in self.pool if v.shape and pred(v)]  # rank-0 values only feed outputs
@@ -184,6 +291,8 @@ class _Builder:
 
     def view(self):
         v = self.pick(lambda w: len(w.shape) >= 2)
+        if v is None:  # (only in an inference_mode region: its own values may all be 1-D)
+            return self.unary()
         g = self.graph
         r = len(v.shape)
         kind = self.rng.choice(["flatten", "permute", "transpose", "unsqueeze", "squeeze", "view", "expand"])
@@ -193,7 +302,10 @@ class _Builder:
         elif kind == "view":
             shape = (-1,) + v.shape[2:]
             out = (v.shape[0] * v.shape[1],) + v.shape[2:]
-            self.push(g.call_method(self.rng.choice(["reshape", "view"]) if v.node.op == "placeholder" else "reshape", (v.node, *shape)), out)
+            method = self.rng.choice(["reshape", "view"]) if v.node.op == "placeholder" else "reshape"
+            if method == "view" and v.node in self.input_of and not _viewable(self.input_of[v.node], out):
+                method = "reshape"  # an input whose layout a view cannot flatten (eager would raise)
+            self.push(g.call_method(method, (v.node, *shape)), out)
         elif kind == "permute":
             perm = list(range(r))
             self.rng.shuffle(perm)
@@ -239,7 +351,7 @@ class _Builder:
         m = self.rng.choice(DIMS)
         w = self.add_input(f"w{len(self.inputs)}", (m, k))
         self.pool.remove(w)
-        if self.rng.random() < 0.5:
+        if self.rng.random() < 0.5 or self.region == "inference_mode":  # (no view of an input there)
             node = self.graph.call_function(F.linear, (v.node, w.node))
         else:
             wt = self.graph.call_method("t", (w.node,))
@@ -266,18 +378,177 @@ class _Builder:
             srt = g.call_function(torch.sort, (v.node,), {"dim": d})
             self.push(g.call_function(operator.getitem, (srt, 0)), v.shape)
 
+    # -- in-place blocks and grad-mode regions (only with ``features``) ----------------------------
+    def inplace(self):
+        """Write in place to a value or a view of it, then (mostly) read it back through
+        split/cat/stack/unbind: what issue 28's R2 programs did. Where inputs require grad only a
+        fresh clone is written (eager refuses writes to leaves that require grad)."""
+        rng, g = self.rng, self.graph
+        clone = self.features.leaves_require_grad
+        if clone:
+            v = self.pick()
+            base = self.push(g.call_method("clone", (v.node,)), v.shape, v.dtype)
+        else:
+            base = self.pick(lambda w: self.writable(w) and (self.of_input(w) or rng.random() < 0.4))
+            base = base or self.pick(self.writable)
+            if base is None:
+                return self.unary()
+        r = len(base.shape)
+        where = rng.choice(["itself", "select", "slice", "narrow", "transpose"] + ([] if clone else ["split", "unbind"]))
+        if where == "transpose" and r < 2:
+            where = "itself"
+        d = rng.randrange(r)
+        n = base.shape[d]
+        pieces: list[Value] = []
+        if where == "itself":
+            target = base
+        elif where == "select":  # x[i] (dim 0) or x.select(d, i)
+            i = rng.randrange(n)
+            node = (g.call_function(operator.getitem, (base.node, i)) if d == 0 and rng.random() < 0.5
+                    else g.call_function(torch.select, (base.node, d, i)))
+            target = Value(node, base.shape[:d] + base.shape[d + 1:], base.dtype)
+        elif where == "slice":  # x[a:] along d
+            a = rng.randrange(n)
+            node = g.call_function(operator.getitem, (base.node, (slice(None),) * d + (slice(a, None),)))
+            target = Value(node, base.shape[:d] + (n - a,) + base.shape[d + 1:], base.dtype)
+        elif where == "narrow":
+            a = rng.randrange(n)
+            ln = rng.randint(1, n - a)
+            target = Value(g.call_method("narrow", (base.node, d, a, ln)), base.shape[:d] + (ln,) + base.shape[d + 1:],
+                           base.dtype)
+        elif where == "transpose":
+            a, b = rng.sample(range(r), 2)
+            shape = list(base.shape)
+            shape[a], shape[b] = shape[b], shape[a]
+            target = Value(g.call_method("transpose", (base.node, a, b)), tuple(shape), base.dtype)
+        elif where == "split":
+            k = rng.randint(1, n)
+            sp = g.call_function(torch.split, (base.node, k), {"dim": d})
+            sizes = [k] * (n // k) + ([n % k] if n % k else [])
+            pieces = [Value(g.call_function(operator.getitem, (sp, i)), base.shape[:d] + (s,) + base.shape[d + 1:],
+                            base.dtype) for i, s in enumerate(sizes)]
+            target = rng.choice(pieces)
+        else:  # unbind
+            ub = g.call_method("unbind", (base.node, d))
+            pieces = [Value(g.call_function(operator.getitem, (ub, i)), base.shape[:d] + base.shape[d + 1:], base.dtype)
+                      for i in range(n)]
+            target = rng.choice(pieces)
+        op = rng.choice(INPLACE_OPS)
+        one = 1.0 if self.dtype.is_floating_point else 1
+        if op == "zero_":
+            g.call_method("zero_", (target.node,))
+        elif op == "mul_":
+            g.call_method("mul_", (target.node, rng.choice([2, -1, 3])))
+        elif op == "fill_":
+            g.call_method("fill_", (target.node, one))
+        elif op in ("add_", "copy_"):
+            root = self._root(base.node)[0]  # a source sharing the target's memory: eager refuses
+            other = self.pick(lambda w: w.shape == target.shape and w.dtype == target.dtype
+                              and self._root(w.node)[0] is not root)
+            src = other.node if other is not None else None
+            if src is None:  # no value of that shape: a fresh one from the target itself
+                src = g.call_method("sigmoid" if self.dtype.is_floating_point else "abs", (target.node,))
+            g.call_method(op, (target.node, src))
+        else:  # x[idx] = c
+            t_r = len(target.shape)
+            idx = rng.choice([0, slice(1, None), (Ellipsis, -1)] + ([(slice(None), 0)] if t_r >= 2 else []))
+            if t_r == 0:
+                idx = Ellipsis
+            g.call_function(operator.setitem, (target.node, idx, one))
+        whose = ("a clone" if clone else "an input" if base.node.op == "placeholder"
+                 else "a view of an input" if self.of_input(base) else "a value")
+        self.inplace_ops.append(f"{op} on {whose}{'' if where == 'itself' else ' through ' + where}")
+        if target is not base and target.shape:
+            self.pool.append(target)
+        if where in ("split", "unbind") and rng.random() < 0.7:  # the pieces, read back
+            xs = [p.node for p in pieces]
+            if where == "split":
+                self.push(g.call_function(torch.cat, (xs,), {"dim": d}), base.shape)
+            else:
+                self.push(g.call_function(torch.stack, (xs,), {"dim": d}), base.shape)
+        elif rng.random() < 0.7 and r >= 1:  # the written value, split and put together again
+            if rng.random() < 0.5:
+                k = rng.randint(1, n)
+                sp = g.call_function(torch.split, (base.node, k), {"dim": d})
+                m = -(-n // k)
+                xs = [g.call_function(operator.getitem, (sp, i)) for i in range(m)]
+                self.push(g.call_function(torch.cat, (xs, d)), base.shape)
+            else:
+                ub = g.call_method("unbind", (base.node, d))
+                xs = [g.call_function(operator.getitem, (ub, i)) for i in range(n)]
+                self.push(g.call_function(torch.stack, (xs, d)), base.shape)
+
+    def enter_region(self, kind: str):
+        """Grad mode ``kind`` from here, spelled as Dynamo records ``with torch.no_grad():`` etc."""
+        self.region = kind
+        if kind == "inference_mode":
+            self._inference_ctx = self.graph.call_function(torch.autograd.grad_mode._enter_inference_mode, (True,))
+            self._region_start = len(self.graph.nodes)
+            # AOTAutograd (torch 2.13) fails on a view of a normal tensor made in inference mode and leaves
+            # the process' dispatch state broken (pytorch/pytorch#180823): the region reads outside values
+            # through one pointwise op and works on what it made.
+            self._outside = self.pool
+            self.pool = list(self.pool)
+            self.unary()
+            self.pool = [self.pool[-1]]
+        else:
+            self.graph.call_function(torch._C._set_grad_enabled, (kind == "enable_grad",))
+
+    def exit_region(self):
+        if self.region == "inference_mode":
+            self.inference_nodes.update(list(self.graph.nodes)[self._region_start:])
+            self.graph.call_function(torch.autograd.grad_mode._exit_inference_mode, (self._inference_ctx,))
+            self.pool = self._outside + self.pool
+        else:
+            self.graph.call_function(torch._C._set_grad_enabled, (self.features.grad_base,))
+        self.region = None
+
     OPS = ("unary", "binary", "where", "split", "cat_or_stack", "slice", "view", "reduce", "matmul",
            "norm", "opaque")
 
 
+def _viewable(t: torch.Tensor, shape) -> bool:
+    try:
+        t.view(shape)
+        return True
+    except RuntimeError:
+        return False
+
+
+def copy_with_layout(t: torch.Tensor, device: str | torch.device | None = None) -> torch.Tensor:
+    """A copy of ``t`` with its sizes, strides and storage offset (``clone`` makes an expanded or
+    sliced tensor contiguous), in its own storage, on ``device``: a leaf, ready for ``requires_grad_``."""
+    n = t.untyped_storage().nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
+    flat = flat.to(device or t.device, copy=True)
+    return torch.empty(0, dtype=t.dtype, device=flat.device).set_(flat.untyped_storage(), t.storage_offset(),
+                                                                  t.shape, t.stride())
+
+
 def random_graph(rng: random.Random, n_ops: int = 8, dtype: torch.dtype | None = None,
-                 n_inputs: int | None = None) -> tuple[fx.GraphModule, list[torch.Tensor]]:
-    """A random graph of about ``n_ops`` ops and real inputs for it."""
+                 n_inputs: int | None = None, features: Features | None = None,
+                 ) -> tuple[fx.GraphModule, list[torch.Tensor]]:
+    """A random graph of about ``n_ops`` ops and real inputs for it (see ``Features`` for more)."""
     dtype = dtype or rng.choice(FLOAT_DTYPES + (torch.int64,))
-    b = _Builder(rng, dtype, n_inputs or rng.randint(1, 3))
-    for _ in range(n_ops):
-        getattr(b, rng.choice(_Builder.OPS))()
+    b = _Builder(rng, dtype, n_inputs or rng.randint(1, 3), features)
+    region = features.grad_region if features is not None else None
+    if region is not None:
+        start = rng.randrange(n_ops)
+        stop = rng.randint(start + 1, n_ops)
+    for i in range(n_ops):
+        if region is not None and i == start:
+            b.enter_region(region)
+        if features is not None and b.region != "inference_mode" and rng.random() < features.inplace:
+            b.inplace()
+        else:
+            getattr(b, rng.choice(_Builder.OPS))()
+        if region is not None and i == stop - 1:
+            b.exit_region()
     outs = {id(v.node): v.node for v in rng.sample(b.pool, min(len(b.pool), rng.randint(1, 3)))}
     outs[id(b.pool[-1].node)] = b.pool[-1].node
     b.graph.output(tuple(outs.values()))
-    return fx.GraphModule(torch.nn.Module(), b.graph), b.inputs
+    gm = fx.GraphModule(torch.nn.Module(), b.graph)
+    if features is not None:
+        gm.meta["features"] = {"layouts": [k for k in b.layouts if k != "contiguous"],
+                               "grad_region": region, "inplace": b.inplace_ops}
+    return gm, b.inputs

@@ -1,34 +1,75 @@
 """Soak: thousands of random graphs through the backend, inference and training, against eager.
 
     python -m bench.soak --cases 10000 --workers 14
+    python -m bench.soak --cases 2000 --workers 14 --device cuda --inductor   # the real compile
 
 Each case is a random Torch-IR graph (``bench.graphgen``) whose outputs may be inputs, views of
-inputs and repeated values. It is compiled by Dynamo with the eqsat pre-grad pass and, for training,
-AOTAutograd's forward and backward graphs through the post-grad pass (both run eagerly after that:
-Inductor's codegen is not what is soaked). Checked against eager: output values, gradients of every
-float input, and aliasing (which outputs share storage with which inputs and each other, and which
-*are* them). The summary counts cases, mismatches by kind, and graphs kept as they were by reason.
+inputs and repeated values, and which has (drawn per case) what issue 28 found missing: inputs with
+layouts (transposed, channels_last, expanded, sliced), a grad-mode region (``no_grad`` in training,
+``enable_grad`` in a call made under ``no_grad``, ``inference_mode``), and in-place writes to inputs
+and views of inputs read back through split/cat/stack/unbind. The eager reference gets the same
+layouts. A case runs in one of three modes: inference (grad on, nothing requires grad), training
+(the inputs require grad; only fresh clones are written) and ``no_grad`` (the inputs require grad, the
+call runs under ``torch.no_grad()`` with an ``enable_grad`` region).
+
+By default a case is compiled by Dynamo with the eqsat pre-grad pass, then AOTAutograd's forward
+(and backward) graphs go through the post-grad pass, mutation epilogue included, and run eagerly
+(Inductor's codegen is not what is soaked). ``--inductor`` compiles through the real backend
+(``EqsatBackend()``: inner Inductor, post-grad pass on): slow on CPU (a C++ compile per graph), meant
+for the GPU. Checked against eager: output values, strides of every output on dims of size > 1,
+``requires_grad`` of every output, storage relations (which outputs share storage with which inputs
+and each other, and which *are* them), the values (and whole storage) of every input afterwards,
+and gradients of every float input. A difference the same compile without eqsat shows too is
+not ours: it is counted apart. Programs eager itself rejects are redrawn (and counted).
+
+The summary counts cases, mismatches by kind, graphs kept as they were by reason, and cases per
+feature (layouts, grad regions, in-place writes).
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import logging
 import multiprocessing
+import operator
 import random
 import sys
 import time
 import traceback
+from typing import Callable
 
 import torch
 from functorch.compile import make_boxed_func
 
-from bench.graphgen import random_graph
+from bench.graphgen import FLOAT_DTYPES, Features, copy_with_layout, random_graph
 from fx_bridge import torch_compat
-from fx_bridge.backend import optimize_or_keep
+from fx_bridge.backend import EqsatBackend, _trains, optimize_or_keep
 from fx_bridge.options import Options
 from fx_bridge.post_grad import EqsatPostGradPass
+
+MODES = ("infer", "train", "no_grad")
+KINDS = ("crash", "aliasing", "requires_grad", "strides", "values", "inputs", "gradients", "lost")
+
+
+# -- the cases ----------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Case:
+    seed: int
+    mode: str                     # MODES
+    gm: Callable                  # the random graph (or any function of the inputs)
+    inputs: list[torch.Tensor]    # in their layouts; copied per run with ``copy_with_layout``
+    features: dict = dataclasses.field(default_factory=dict)  # gm.meta["features"]
+    redrawn: int = 0              # programs eager rejected before this one
+
+    @property
+    def grad_mode(self) -> bool:
+        return self.mode != "no_grad"
+
+    @property
+    def requires_grad(self) -> bool:
+        return self.mode != "infer"
 
 
 def _with_aliasing_outputs(gm: torch.fx.GraphModule, rng: random.Random) -> torch.fx.GraphModule:
@@ -52,6 +93,205 @@ def _with_aliasing_outputs(gm: torch.fx.GraphModule, rng: random.Random) -> torc
     return gm
 
 
+def _draw(rng: random.Random, train: bool) -> tuple[str, torch.dtype | None, Features]:
+    """The mode, dtype and features of a case."""
+    if train:
+        mode = "train"
+    else:
+        mode = "no_grad" if rng.random() < 0.2 else "infer"
+    dtype = rng.choice(FLOAT_DTYPES) if mode != "infer" else None
+    if mode == "train":
+        region = "no_grad" if rng.random() < 0.35 else None
+    elif mode == "no_grad":
+        region = "enable_grad"
+    else:
+        region = rng.choices(["inference_mode", "no_grad", None], [0.15, 0.1, 0.75])[0]
+    features = Features(layouts=0.35, rank4=0.2, inplace=0.15 if mode == "infer" else 0.1, grad_region=region,
+                        grad_base=mode != "no_grad", leaves_require_grad=mode != "infer")
+    return mode, dtype, features
+
+
+def make_case(seed: int, train: bool, attempts: int = 10) -> Case:
+    """Case ``seed``: the first program of its draws that eager runs (forward and backward)."""
+    for attempt in range(attempts):
+        rng = random.Random(seed if attempt == 0 else f"{seed}/{attempt}")
+        mode, dtype, features = _draw(rng, train)
+        gm, inputs = random_graph(rng, n_ops=rng.randint(2, 12), dtype=dtype, features=features)
+        case = Case(seed, mode, _with_aliasing_outputs(gm, rng), inputs, gm.meta["features"], attempt)
+        if _eager_accepts(case):
+            return case
+    raise RuntimeError(f"soak: no program eager accepts in {attempts} draws of seed {seed}")
+
+
+def _copies(case: Case, device: str) -> list[torch.Tensor]:
+    xs = [copy_with_layout(x, device) for x in case.inputs]
+    if case.requires_grad:
+        xs = [x.requires_grad_() if x.is_floating_point() else x for x in xs]
+    return xs
+
+
+def _run(case: Case, fn, xs: list[torch.Tensor]) -> tuple:
+    with torch.set_grad_enabled(case.grad_mode):  # restores the caller's mode, even on an error
+        out = fn(*xs)
+    return (out,) if isinstance(out, torch.Tensor) else tuple(out)
+
+
+def _eager_accepts(case: Case) -> bool:
+    try:
+        outs = _run(case, case.gm, _copies(case, "cpu"))
+        loss = [o.float().sum() for o in outs if o.requires_grad]
+        if loss:
+            sum(loss).backward()
+        return True
+    except Exception:  # noqa: BLE001 — eager's verdict on the program, not a finding
+        return False
+    finally:
+        _restore_modes()
+
+
+def _restore_modes() -> None:
+    """An error inside a ``no_grad`` region of an eagerly run graph leaves grad mode off (an
+    ``inference_mode`` region's guard restores its mode when the failed frame is freed)."""
+    torch._C._set_grad_enabled(True)
+
+
+def _dispatch_tls() -> dict:
+    """The thread's included/excluded dispatch keys."""
+    state = {}
+    for name, key in torch._C.DispatchKey.__members__.items():
+        try:
+            state[name] = (torch._C._dispatch_tls_is_dispatch_key_included(key),
+                           torch._C._dispatch_tls_is_dispatch_key_excluded(key))
+        except Exception:  # noqa: BLE001 — alias keys have no TLS bit
+            pass
+    return state
+
+
+_CLEAN_TLS = _dispatch_tls()
+
+
+def _heal_dispatch_tls() -> list[str]:
+    """Some compile failures inside AOTAutograd leave Python/Functionalize dispatch keys set in the
+    thread's state (pytorch/pytorch#180823), after which every op raises "PythonDispatcherTLS was not
+    set": put back the state the process started with, and say which keys needed it."""
+    healed = []
+    for name, (inc, exc) in _CLEAN_TLS.items():
+        key = torch._C.DispatchKey.__members__[name]
+        if torch._C._dispatch_tls_is_dispatch_key_included(key) != inc:
+            torch._C._dispatch_tls_set_dispatch_key_included(key, inc)
+            healed.append(name)
+        if torch._C._dispatch_tls_is_dispatch_key_excluded(key) != exc:
+            torch._C._dispatch_tls_set_dispatch_key_excluded(key, exc)
+            healed.append(name)
+    return healed
+
+
+# -- the compilers ------------------------------------------------------------------------------------
+def _backend(reports: list):
+    """Dynamo graph: eqsat's pre-grad pass; AOTAutograd's forward and backward: the post-grad pass;
+    then run eagerly. Inference goes through AOT too: its graph carries the input-mutation epilogue
+    Inductor's post-grad passes see."""
+    opts = Options(inner="eager", post_grad=False)
+    post = EqsatPostGradPass(Options(), reports=reports)
+
+    def post_compiler(gm, example_inputs):
+        before = _output_layouts(gm)
+        post(gm.graph)
+        _keep_layouts(gm, before)
+        return make_boxed_func(gm.forward)
+
+    aot = torch_compat.aot_backend(post_compiler)
+
+    def backend(gm, example_inputs):
+        new_gm, report = optimize_or_keep(gm, example_inputs, opts, train_step=_trains(gm, example_inputs))
+        reports.append(report)
+        return aot(new_gm, example_inputs)
+
+    return backend
+
+
+def _output_layouts(gm: torch.fx.GraphModule) -> list:
+    out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    vals = [n.meta.get("val") if isinstance(n, torch.fx.Node) else None for n in out.args[0]]
+    return [(tuple(v.shape), tuple(v.stride())) if isinstance(v, torch.Tensor) else None for v in vals]
+
+
+_RESTRIDED = collections.Counter()  # per case: outputs _restride copied (read into the result)
+
+
+def _keep_layouts(gm: torch.fx.GraphModule, layouts: list) -> None:
+    """What Inductor's lowering does with the strides each output had before the post-grad passes
+    (torch 2.13, ``GraphLowering.run_node``): an output that is no view gets exactly those strides
+    (``require_exact_strides``), one that is a view only their order (``require_stride_order``), at
+    the node, so its users (views of it among the outputs too) read the restrided value. A value
+    sharing an input's storage is left as it is (AOT regenerates those from the input)."""
+    g = gm.graph
+    out = next(n for n in reversed(g.nodes) if n.op == "output")
+    placeholders = tuple(n for n in g.nodes if n.op == "placeholder")
+    done: set = set()
+    for n, layout in zip(out.args[0], layouts):
+        if not isinstance(n, torch.fx.Node) or layout is None or n.op == "placeholder" or n in done:
+            continue
+        done.add(n)
+        with g.inserting_after(n):
+            kept = g.call_function(_restride, (n, layout, placeholders, _is_view(n)))
+        n.replace_all_uses_with(kept, delete_user_cb=lambda user: user is not kept)
+    gm.recompile()
+
+
+def _is_view(n: torch.fx.Node) -> bool:
+    """Inductor lowers ``n`` to a view of another buffer (a view op, ``_unsafe_view``, a split piece)."""
+    if n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
+        return _is_view(n.args[0])
+    if n.target is torch.ops.aten._unsafe_view.default:
+        return True
+    schema = getattr(n.target, "_schema", None)
+    return bool(schema is not None and schema.returns and schema.returns[0].alias_info is not None
+                and not schema.is_mutable)
+
+
+def _order(sizes, strides) -> list:
+    return sorted((d for d, n in enumerate(sizes) if n != 1), key=lambda d: (-strides[d], d))
+
+
+def _restride(t, layout, inputs, view):
+    if (not isinstance(t, torch.Tensor) or tuple(t.shape) != layout[0]
+            or _strides(t) == [(n, st) for n, st in zip(*layout) if n != 1]
+            or t.untyped_storage().data_ptr() in {x.untyped_storage().data_ptr() for x in inputs
+                                                   if isinstance(x, torch.Tensor)}):
+        return t
+    sizes, strides = layout
+    if view:  # only the order is kept: the dense layout of that order where it differs
+        if _order(t.shape, t.stride()) == _order(sizes, strides):
+            return t
+        strides, step = [0] * len(sizes), 1
+        for d in reversed(sorted(range(len(sizes)), key=lambda d: (-layout[1][d], d))):
+            strides[d], step = step, step * sizes[d]
+    _RESTRIDED["restrided"] += 1
+    return torch.empty_strided(sizes, tuple(strides), dtype=t.dtype, device=t.device).copy_(t)
+
+
+class _Inductor:
+    """The real backend, its reports gathered (pre-grad, then each Aten graph's)."""
+
+    def __init__(self):
+        self.inner = EqsatBackend()
+
+    def __call__(self, gm, example_inputs):
+        return self.inner(gm, example_inputs)
+
+    def reports(self) -> list:
+        return self.inner.reports + self.inner.post_grad_reports
+
+
+def _plain_backend(inductor: bool):
+    """The same compile path without eqsat: what it gets wrong against eager is not ours."""
+    if inductor:
+        return torch_compat.compile_fx()
+    return torch_compat.aot_backend(lambda gm, ex: make_boxed_func(gm.forward))
+
+
+# -- the checks -----------------------------------------------------------------------------------------
 def _signature(inputs, outputs) -> list:
     def ptr(t):
         return t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) else None
@@ -61,23 +301,25 @@ def _signature(inputs, outputs) -> list:
              tuple(j for j, p in enumerate(outputs[:i]) if p is o)) for i, o in enumerate(outputs)]
 
 
-def _backend(reports: list, train: bool):
-    opts = Options(inner="eager", post_grad=False)
-    post = EqsatPostGradPass(Options(), reports=reports)
+def _strides(t: torch.Tensor) -> list:
+    return [(n, s) for n, s in zip(t.shape, t.stride()) if n != 1]
 
-    def post_compiler(gm, example_inputs):
-        post(gm.graph)
-        gm.recompile()
-        return make_boxed_func(gm.forward)
 
-    aot = torch_compat.aot_backend(post_compiler)
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense. Where eager's output is not (a slice or an expand of a buffer), a
+    dense output of ours is as good: the contract ``fx_bridge/aliasing.py`` states."""
+    step = 1
+    for st, n in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1):
+        if st != step:
+            return False
+        step *= n
+    return True
 
-    def backend(gm, example_inputs):
-        new_gm, report = optimize_or_keep(gm, example_inputs, opts)
-        reports.append(report)
-        return aot(new_gm, example_inputs) if train else new_gm.forward
 
-    return backend
+def _storage(t: torch.Tensor) -> torch.Tensor:
+    """Every element of ``t``'s storage, as a flat tensor (what a write outside its view changes)."""
+    n = t.untyped_storage().nbytes() // t.element_size()
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), 0, (n,), (1,))
 
 
 def _grad_atol(g: torch.Tensor) -> float:
@@ -86,86 +328,190 @@ def _grad_atol(g: torch.Tensor) -> float:
     return max(1e-2, 4 * torch.finfo(g.dtype).eps * g.float().abs().max().item())
 
 
-def _plain_backend(train: bool):
-    """The same compile path without eqsat: low-precision gradients through AOTAutograd's
-    decompositions differ from eager's on their own; those differences are not ours."""
-    boxed = torch_compat.aot_backend(lambda gm, ex: make_boxed_func(gm.forward))
-    return boxed if train else (lambda gm, ex: gm.forward)
-
-
-def _case(seed: int, train: bool):
-    rng = random.Random(seed)
-    dtype = rng.choice((torch.float32, torch.float16, torch.bfloat16)) if train else None
-    gm, inputs = random_graph(rng, n_ops=rng.randint(2, 12), dtype=dtype)
-    return _with_aliasing_outputs(gm, rng), inputs
-
-
-def run_case(seed: int, train: bool, backend=None) -> dict:
-    gm, inputs = _case(seed, train)
-    torch.manual_seed(seed)  # the loss weights below
-    reports: list = []
-    torch_compat.reset_dynamo()
-    compiled = torch.compile(lambda *xs: gm(*xs), backend=backend or _backend(reports, train), fullgraph=False)
-    result = {"seed": seed, "train": train, "problem": None}
+def _close(kind: str, problems: list, got, want, **kw) -> None:
     try:
-        if train:
-            a = [x.clone().requires_grad_() for x in inputs]
-            b = [x.clone().requires_grad_() for x in inputs]
-            got, want = compiled(*a), gm(*b)
-        else:
-            a, b = [x.clone() for x in inputs], [x.clone() for x in inputs]
-            got, want = compiled(*a), gm(*b)
-        if _signature(a, list(got)) != _signature(b, list(want)):
-            result["problem"] = "aliasing"
-        torch.testing.assert_close(got, want, equal_nan=True)
-        if train:
-            w = [torch.randn(t.shape, dtype=t.dtype) for t in want]
-            loss_a = sum((g.float() * wi.float()).sum() for g, wi in zip(got, w) if g.requires_grad)
-            loss_b = sum((g.float() * wi.float()).sum() for g, wi in zip(want, w) if g.requires_grad)
-            if isinstance(loss_b, torch.Tensor):
-                loss_a.backward()
-                loss_b.backward()
-                for x, y in zip(a, b):
-                    if (x.grad is None) != (y.grad is None):
-                        result["problem"] = "gradients"
-                    elif x.grad is not None:
-                        torch.testing.assert_close(x.grad, y.grad, equal_nan=True, rtol=1e-2,
-                                                   atol=_grad_atol(y.grad))
+        torch.testing.assert_close(got, want, equal_nan=True, **kw)
     except AssertionError as e:
-        result["problem"] = result["problem"] or ("gradients" if "grad" in traceback.format_exc() else "values")
-        result["detail"] = str(e).splitlines()[0][:200]
+        problems.append((kind, " ".join(str(e).split())[:200]))
+
+
+def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str = "cpu",
+            stats: collections.Counter | None = None) -> list[tuple[str, str]]:
+    """What differs between the compiled run (outputs ``got``, inputs ``a`` afterwards) and eager's
+    (``want``, ``b``): a list of (kind, detail), kinds from ``KINDS``; gradients are taken here."""
+    problems: list[tuple[str, str]] = []
+    stats = stats if stats is not None else collections.Counter()
+    if _signature(a, list(got)) != _signature(b, list(want)):
+        problems.append(("aliasing", f"{_signature(a, list(got))} != eager's {_signature(b, list(want))}"))
+    rg, rw = [o.requires_grad for o in got], [o.requires_grad for o in want]
+    if rg != rw:
+        problems.append(("requires_grad", f"{rg} != eager's {rw}"))
+    for i, (g, w) in enumerate(zip(got, want)):
+        if _strides(g) != _strides(w):
+            if _dense(g) and not _dense(w):
+                stats["dense_for_non_dense"] += 1
+                continue
+            problems.append(("strides", f"output {i} of shape {tuple(w.shape)}: strides {g.stride()}, eager's {w.stride()}"))
+            break
+    if len(got) != len(want):
+        problems.append(("values", f"{len(got)} outputs, eager {len(want)}"))
+    else:
+        _close("values", problems, tuple(g.detach() for g in got), tuple(w.detach() for w in want))
+    for i, (x, y) in enumerate(zip(a, b)):  # written inputs hold eager's values, and nothing else changed
+        n = len(problems)
+        _close("inputs", problems, x.detach(), y.detach(), msg=lambda m, i=i: f"input {i}: {m}")
+        if len(problems) == n:
+            _close("inputs", problems, _storage(x), _storage(y), msg=lambda m, i=i: f"storage of input {i}: {m}")
+    if rg == rw and any(rw):
+        gen = torch.Generator().manual_seed(case.seed)  # the loss weights
+        ws = [torch.randn(t.shape, generator=gen).to(device) for t in want]
+        loss_a = sum((g.float() * w).sum() for g, w in zip(got, ws) if g.requires_grad)
+        loss_b = sum((g.float() * w).sum() for g, w in zip(want, ws) if g.requires_grad)
+        loss_a.backward()
+        loss_b.backward()
+        for i, (x, y) in enumerate(zip(a, b)):
+            if (x.grad is None) != (y.grad is None):
+                problems.append(("gradients", f"input {i}: grad {'None' if x.grad is None else 'set'}, eager's "
+                                              f"{'None' if y.grad is None else 'set'}"))
+            elif x.grad is not None:
+                _close("gradients", problems, x.grad, y.grad, rtol=1e-2, atol=_grad_atol(y.grad),
+                       msg=lambda m, i=i: f"input {i}: {m}")
+    return problems
+
+
+def run_case(seed: int, train: bool, backend=None, device: str = "cpu", inductor: bool = False) -> dict:
+    """Case ``seed`` (a training case if ``train``) through the backend, checked against eager."""
+    return check(make_case(seed, train), backend, device, inductor)
+
+
+def check(case: Case, backend=None, device: str = "cpu", inductor: bool = False) -> dict:
+    """``case`` compiled (by ``backend``; None: eqsat, see the module's docstring) and run, against
+    eager. ``case.gm`` may be any function of the inputs, a hand-written program too."""
+    reports: list = []
+    stats: collections.Counter = collections.Counter()
+    _RESTRIDED.clear()
+    ours = backend is None
+    if backend is None:
+        backend = _Inductor() if inductor else _backend(reports)
+    torch_compat.reset_dynamo()
+    compiled = torch.compile(lambda *xs: case.gm(*xs), backend=backend, fullgraph=False)
+    result = {"seed": case.seed, "train": case.mode == "train", "mode": case.mode, "problem": None,
+              "features": case.features, "redrawn": case.redrawn}
+    a, b = _copies(case, device), _copies(case, device)
+    problems: list[tuple[str, str]] = []
+    try:
+        want = _run(case, case.gm, b)
+        got = _run(case, compiled, a)
+        problems = compare(case, got, want, a, b, device, stats)
     except Exception as e:  # noqa: BLE001 — a crash of the compiled function is a finding too
-        result["problem"] = "crash"
-        result["detail"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-    if result["problem"] in ("values", "gradients") and backend is None:
-        plain = run_case(seed, train, _plain_backend(train))
-        if plain["problem"] == result["problem"]:  # the same without eqsat: not ours
-            result["precision_without_eqsat_too"], result["problem"] = result["problem"], None
+        tb = traceback.format_exc()
+        problems = [("crash", f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")]
+        result["traceback"] = tb[-2000:]
+    finally:
+        _restore_modes()
+        healed = _heal_dispatch_tls()
+    if healed:
+        result["dispatch_state_restored"] = healed
+    if isinstance(backend, _Inductor):
+        reports = backend.reports()
+    stats.update(_RESTRIDED)
+    _RESTRIDED.clear()
+    if problems and ours:  # the same difference without eqsat is not ours
+        theirs = {k for k, _ in check(case, _plain_backend(inductor), device, inductor)["problems"]}
+        result["without_eqsat_too"] = sorted({k for k, _ in problems if k in theirs})
+        problems = [(k, d) for k, d in problems if k not in theirs]
+    result["problems"] = problems
+    result.update(stats)  # restrided: outputs given the pre-pass strides Inductor keeps; dense_for_non_dense
+    if problems:
+        result["problem"], result["detail"] = problems[0]
     result["fallbacks"] = [r.fallback + (": " + r.skipped.split(":")[0] if r.fallback else "") for r in reports
                            if r.fallback]
     result["changed"] = sum(bool(r.changed) for r in reports)
+    internal = [" ".join(r.skipped.split())[:300] for r in reports if r.fallback == "internal error"]
+    if internal:
+        result["internal_errors"] = internal
     return result
 
 
+def reproducer(seed: int, train: bool) -> str:
+    """The program of case ``seed`` and its inputs' layouts, to paste into an issue."""
+    case = make_case(seed, train)
+    layouts = [f"{tuple(x.shape)} stride {x.stride()} offset {x.storage_offset()} {x.dtype}" for x in case.inputs]
+    return (f"# seed {seed} ({case.mode}; python -m bench.soak --case {seed}{' --train' if train else ''})\n"
+            f"# inputs: {'; '.join(layouts)}\n{case.gm.code.strip()}\n")
+
+
+# -- the command --------------------------------------------------------------------------------------
+def _limit_memory(gb: float | None) -> None:
+    if gb:
+        import resource
+
+        limit = int(gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def _worker(args):
-    seed, train = args
+    seed, train, device, inductor = args
     torch.set_num_threads(1)
+    if inductor:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.compile_threads = 1      # one process per core already
+        inductor_config.fx_graph_cache = False   # every case runs the post-grad pass, none is a cache hit
     logging.getLogger("eqsat").setLevel(logging.ERROR)   # fallbacks are counted, not printed
     logging.getLogger("torch").setLevel(logging.CRITICAL)
-    return run_case(seed, train)
+    t0 = time.perf_counter()
+    try:
+        result = run_case(seed, train, device=device, inductor=inductor)
+    except Exception as e:  # noqa: BLE001 — never lose the other cases over one
+        result = {"seed": seed, "train": train, "mode": "?", "problem": "crash", "problems": [],
+                  "detail": f"soak itself: {type(e).__name__}: {e}", "features": {}, "redrawn": 0,
+                  "fallbacks": [], "changed": 0}
+    result["seconds"] = round(time.perf_counter() - t0, 2)
+    return result
+
+
+def _feature_counts(results: list[dict]) -> str:
+    layouts, regions, inplace = collections.Counter(), collections.Counter(), collections.Counter()
+    n_layout = n_region = n_inplace = n_input_writes = 0
+    for r in results:
+        f = r.get("features") or {}
+        if f.get("layouts"):
+            n_layout += 1
+            layouts.update(set(f["layouts"]))
+        if f.get("grad_region"):
+            n_region += 1
+            regions[f["grad_region"]] += 1
+        if f.get("inplace"):
+            n_inplace += 1
+            inplace.update({w.split()[0] for w in f["inplace"]})
+            n_input_writes += any("input" in w for w in f["inplace"])
+
+    def kinds(c):
+        return ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+    return (f"features: input layouts in {n_layout} cases ({kinds(layouts) or 'none'}), grad-mode regions in "
+            f"{n_region} ({kinds(regions) or 'none'}), in-place writes in {n_inplace} ({n_input_writes} to inputs or "
+            f"their views; {kinds(inplace) or 'none'})")
 
 
 def summarize(results: list[dict]) -> str:
     problems = collections.Counter(r["problem"] for r in results if r["problem"])
     fallbacks = collections.Counter(f.split(":")[0] for r in results for f in r["fallbacks"])
     n_train = sum(r["train"] for r in results)
-    noise = sum(1 for r in results if r.get("precision_without_eqsat_too"))
+    theirs = collections.Counter(k for r in results for k in r.get("without_eqsat_too", ()))
     changed = sum(1 for r in results if r["changed"])
+    modes = collections.Counter(r.get("mode") for r in results)
+    redrawn = sum(r.get("redrawn", 0) for r in results)
     return (f"soak: {len(results)} cases ({len(results) - n_train} inference, {n_train} training), "
             f"{changed} optimized, mismatches {sum(problems.values())} "
             f"({', '.join(f'{k} {v}' for k, v in sorted(problems.items())) or 'none'}), "
             f"graphs kept by reason: {', '.join(f'{k} {v}' for k, v in sorted(fallbacks.items())) or 'none'}; "
-            f"{noise} low-precision differences from eager that the same compile without eqsat also shows")
+            f"{sum(1 for r in results if r.get('without_eqsat_too'))} differences from eager that the same compile "
+            f"without eqsat also shows ({', '.join(f'{k} {v}' for k, v in sorted(theirs.items())) or 'none'}); "
+            f"{_feature_counts(results)}; {modes.get('no_grad', 0)} inference cases called under no_grad; "
+            f"{redrawn} programs eager rejects redrawn; {sum(r.get('dense_for_non_dense', 0) for r in results)} outputs "
+            f"dense where eager's layout is not (as aliasing.py allows), {sum(r.get('restrided', 0) for r in results)} "
+            f"given the strides Inductor keeps after the post-grad pass")
 
 
 def main(argv=None) -> int:
@@ -173,21 +519,59 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", type=int, default=10_000, help="total cases, half inference, half training")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=max(1, multiprocessing.cpu_count() - 1))
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--inductor", action="store_true",
+                    help="compile through the real backend (inner Inductor, post-grad pass) instead of running AOT's graphs eagerly")
+    ap.add_argument("--case", type=int, default=None, help="print one case's program (with --train: a training case)")
+    ap.add_argument("--train", action="store_true", help="with --case")
     ap.add_argument("--out", default=None, help="write every case as JSON lines here")
+    ap.add_argument("--memory-gb", type=float, default=6.0,
+                    help="address space per CPU worker: a case that blows up aborts its worker, not the machine")
+    ap.add_argument("--stall", type=float, default=300.0,
+                    help="seconds without any case ending after which the cases not back are reported lost")
     args = ap.parse_args(argv)
-    jobs = [(args.seed + i, i % 2 == 1) for i in range(args.cases)]
+    if args.case is not None:
+        print(reproducer(args.case, args.train), end="")
+        result = run_case(args.case, args.train, device=args.device, inductor=args.inductor)
+        print(json.dumps({k: v for k, v in result.items() if k != "traceback"}))
+        print(result.get("traceback", ""), end="")
+        return 1 if result["problem"] else 0
+    jobs = [(args.seed + i, i % 2 == 1, args.device, args.inductor) for i in range(args.cases)]
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(args.workers, maxtasksperchild=200) as pool:
-        results = list(pool.imap_unordered(_worker, jobs, chunksize=8))
+    results = []
+    out = open(args.out, "w") if args.out else None  # a line per case as it ends: a timeout keeps them
+    memory = args.memory_gb if args.device == "cpu" else None  # CUDA reserves address space of its own
+    pool = ctx.Pool(args.workers, initializer=_limit_memory, initargs=(memory,), maxtasksperchild=200)
+    try:
+        it = pool.imap_unordered(_worker, jobs)  # one case a task: a lost worker loses one
+        while len(results) < len(jobs):
+            try:
+                r = it.next(timeout=args.stall)
+            except multiprocessing.TimeoutError:  # a worker died (its cases are lost) or hangs
+                break
+            results.append(r)
+            if out:
+                out.write(json.dumps(r) + "\n")
+                out.flush()
+    finally:
+        pool.terminate()
+        if out:
+            out.close()
+    back = {r["seed"] for r in results}
+    for seed, train, _, _ in jobs:
+        if seed not in back:
+            results.append({"seed": seed, "train": train, "mode": "?", "problem": "lost", "problems": [],
+                            "detail": "no result: its worker ran out of memory, died or hung (rerun it with --case)",
+                            "features": {}, "redrawn": 0, "fallbacks": [], "changed": 0})
     line = summarize(results) + f"; {time.perf_counter() - t0:.0f} s on {args.workers} workers"
-    if args.out:
-        with open(args.out, "w") as f:
-            for r in sorted(results, key=lambda r: r["seed"]):
-                f.write(json.dumps(r) + "\n")
-    for r in results:
+    if args.inductor or args.device != "cpu":
+        line += f" ({'Inductor' if args.inductor else 'AOT graphs run eagerly'}, {args.device})"
+    for r in sorted(results, key=lambda r: r["seed"]):
         if r["problem"]:
             print(f"  seed {r['seed']} {'train' if r['train'] else 'infer'}: {r['problem']} {r.get('detail', '')}")
+        for e in r.get("internal_errors", ()):  # kept, so no wrong answer, but a bug of ours
+            print(f"  seed {r['seed']} {'train' if r['train'] else 'infer'}: graph kept: {e[:160]}")
     print(line)
     return 1 if any(r["problem"] for r in results) else 0
 

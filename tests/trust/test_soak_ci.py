@@ -1,19 +1,63 @@
 """CI's share of the soak (``python -m bench.soak`` runs 10,000): 200 random graphs through the
-backend, inference and training, values, gradients and aliasing against eager."""
+backend, inference, training and calls under ``no_grad``, with inputs in other layouts, grad-mode
+regions and in-place writes (``bench.graphgen.Features``); values, strides, requires_grad, storage
+relations, written inputs and gradients against eager."""
+import collections
 import logging
 
 import pytest
 
-from bench.soak import run_case, summarize
+from bench.soak import make_case, run_case, summarize
+
+SEEDS = range(100_000, 100_200)
+CHUNKS = 10
+
+# Seeds of this share that meet a known bug of ours: each must still fail as written (a fix shows
+# here, and its seed comes out of the list). See tests/trust/test_soak_programs.py for the programs.
+KNOWN: dict[int, tuple[str, str]] = {
+    100159: ("requires_grad", "a view made in a no_grad region is read through detach (fx_bridge/lower.py)"),
+    100177: ("requires_grad", "functionalize_intermediates drops requires_grad from the fake values"),
+    100183: ("requires_grad", "a view made in a no_grad region is read through detach (fx_bridge/lower.py)"),
+}
+# Not run: the analysis rules never reach a fixpoint on its backward graph and memory grows without
+# bound (rules/listpat.py's two-output ``Each`` relation; test_soak_programs.py has the program).
+HANGS: dict[int, str] = {100055: "egraph._analyse does not terminate on the backward graph"}
 
 
-@pytest.mark.parametrize("chunk", range(10))
+def _chunk(chunk: int) -> list[int]:
+    n = len(SEEDS) // CHUNKS
+    return list(SEEDS[chunk * n:(chunk + 1) * n])
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_random_graphs_through_the_backend_match_eager(chunk):
     logging.getLogger("eqsat").setLevel(logging.ERROR)
     try:
-        results = [run_case(100_000 + 20 * chunk + i, train=i % 2 == 1) for i in range(20)]
+        results = [run_case(seed, train=seed % 2 == 1) for seed in _chunk(chunk) if seed not in HANGS]
     finally:
         logging.getLogger("eqsat").setLevel(logging.NOTSET)
-    bad = [r for r in results if r["problem"]]
+    bad = [r for r in results if r["problem"] and r["seed"] not in KNOWN]
     assert not bad, (summarize(results), bad)
+    fixed = [r["seed"] for r in results if r["seed"] in KNOWN and r["problem"] != KNOWN[r["seed"]][0]]
+    assert not fixed, f"known bugs no longer seen at seeds {fixed}: take them out of KNOWN"
     assert any(r["changed"] for r in results), summarize(results)  # the soak exercises rewrites
+
+
+def test_the_share_covers_layouts_grad_regions_and_inplace_writes():
+    """What the 200 cases draw (cheap: the programs only, each run once in eager)."""
+    features = collections.Counter()
+    for seed in SEEDS:
+        case = make_case(seed, train=seed % 2 == 1)
+        f = case.features
+        features.update(f["layouts"])
+        features[f["grad_region"]] += 1
+        features.update(w.split()[0] for w in f["inplace"])
+        features["writes to inputs"] += any("input" in w for w in f["inplace"])
+        features["mode " + case.mode] += 1
+    for layout in ("transposed", "channels_last", "expanded", "sliced"):
+        assert features[layout] >= 5, features
+    for region in ("no_grad", "enable_grad", "inference_mode"):
+        assert features[region] >= 5, features
+    for op in ("zero_", "mul_", "add_", "copy_", "fill_", "setitem"):
+        assert features[op] >= 5, features
+    assert features["writes to inputs"] >= 20 and features["mode no_grad"] >= 5, features

@@ -199,12 +199,16 @@ def dense_like(layout: tuple) -> tuple:
     itself when it is dense, the contiguous-most copy of it when it is not (a slice's, an expand's).
     Symbolic strides are ordered by their hints."""
     sizes, strides = layout
-    order = sorted(range(len(sizes)), key=lambda d: (-_hint(strides[d]), d))
     dense, step = [0] * len(sizes), 1
-    for d in reversed(order):
+    for d in reversed(_dim_order(strides)):
         dense[d] = step
         step = step * sizes[d]
     return sizes, tuple(dense)
+
+
+def _dim_order(strides: tuple) -> list[int]:
+    """Dims outermost first: by stride, largest first (symbolic ones by their hints), ties by position."""
+    return sorted(range(len(strides)), key=lambda d: (-_hint(strides[d]), d))
 
 
 def _hint(v: Any) -> int:
@@ -214,8 +218,7 @@ def _hint(v: Any) -> int:
 def _copy_in_layout(graph: torch.fx.Graph, x: torch.fx.Node, layout: tuple) -> torch.fx.Node:
     """A Torch-IR copy of ``x`` with the dense ``layout``: permuted to its dim order, made
     contiguous, permuted back."""
-    sizes, strides = layout
-    order = sorted(range(len(sizes)), key=lambda d: (-_hint(strides[d]), d))
+    order = _dim_order(layout[1])
     back = sorted(range(len(order)), key=order.__getitem__)
     moved = graph.call_function(torch.permute, (x, tuple(order)))
     copy = graph.call_function(torch.clone, (moved,), {"memory_format": torch.contiguous_format})

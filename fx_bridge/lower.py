@@ -120,6 +120,7 @@ class _Lowerer:
         # ``detach``, so no rewrite can move a computation across the block's boundary.
         self.grad_base = self.grad = torch.is_grad_enabled()
         self.grad_carrying: set[torch.fx.Node] = set()
+        self.grad_switch, self.inference_mode = torch_compat.grad_mode_switch(), torch_compat.inference_mode_targets()
 
     # -- emitting --------------------------------------------------------------------------------
     def emit(self, term: Term, shape: Sequence[int] | None = None, dtype: str | None = None) -> Ref:
@@ -214,9 +215,9 @@ class _Lowerer:
         enter autograd afterwards), are left to eager."""
         if n.op != "call_function":
             return False
-        if n.target in torch_compat.inference_mode_targets():
+        if n.target in self.inference_mode:
             raise Unsupported(f"inference_mode block inside the graph ({n.name})")
-        if n.target is not torch_compat.grad_mode_switch():
+        if n.target is not self.grad_switch:
             return False
         flag = n.args[0] if n.args else n.kwargs.get("mode")
         if not isinstance(flag, bool):

@@ -8,6 +8,8 @@ from eqsat.cost import CostModel
 from fx_bridge import eqsat_backend
 from fx_bridge.pipeline import price_input
 from tests.optimized import assert_kept, assert_optimized
+from tests.trust.issue28_programs import (cat_of_split, channels_last, mutated_view_then_cat, no_grad_cat,
+                                          setitem_then_stack, stack_of_unbind, transposed, zero_then_cat)
 
 
 def _storage(t):
@@ -19,11 +21,8 @@ def _dims_over_one(t):
 
 
 # -- R1: strides ------------------------------------------------------------------------------------
-LAYOUTS = {
-    "transposed_cat_of_split": (lambda x: torch.cat(torch.split(x, 1, 0), 0), lambda: torch.randn(6, 4).t()),
-    "channels_last_stack_of_unbind": (lambda x: torch.stack(torch.unbind(x, -1), -1),
-                                      lambda: torch.randn(2, 8, 4, 4).to(memory_format=torch.channels_last)),
-}
+LAYOUTS = {"transposed_cat_of_split": (cat_of_split, transposed),
+           "channels_last_stack_of_unbind": (stack_of_unbind, channels_last)}
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
@@ -49,24 +48,7 @@ def test_output_strides_through_inductor():
 
 
 # -- R2: storage of a mutated input ------------------------------------------------------------------
-def _zero_then_cat(x):
-    a, b = torch.split(x, 2, 0)
-    a.zero_()
-    return torch.cat([a, b], 0)
-
-
-def _setitem_then_stack(x):
-    x[0] = 1.0
-    return torch.stack(torch.unbind(x, 0), 0)
-
-
-def _mutated_view_then_cat(x):
-    y = x[1:]
-    y.mul_(2)
-    return torch.cat(torch.split(x, 1, 0), 0)
-
-
-@pytest.mark.parametrize("fn", [_zero_then_cat, _setitem_then_stack, _mutated_view_then_cat])
+@pytest.mark.parametrize("fn", [zero_then_cat, setitem_then_stack, mutated_view_then_cat])
 def test_output_never_shares_a_mutated_inputs_storage(fn, uncached_inductor):
     backend = eqsat_backend()
     x = torch.randn(4, 3)
@@ -82,20 +64,14 @@ def test_output_never_shares_a_mutated_inputs_storage(fn, uncached_inductor):
 
 
 # -- R3: grad mode regions ---------------------------------------------------------------------------
-def _no_grad_cat(w):
-    with torch.no_grad():
-        s = torch.cat(torch.split(w, 2, 1), 1)
-    return w.sigmoid() * s
-
-
 @pytest.mark.parametrize("opts", [{"inner": "eager"}, {"post_grad": False}, {}],
                          ids=["eager", "pre_grad_only", "default"])
 def test_no_grad_region_keeps_its_gradient(opts):
     w = torch.randn(3, 4, requires_grad=True)
     we = w.detach().clone().requires_grad_()
     backend = eqsat_backend(**opts)
-    torch.compile(_no_grad_cat, backend=backend)(w).sum().backward()
-    _no_grad_cat(we).sum().backward()
+    torch.compile(no_grad_cat, backend=backend)(w).sum().backward()
+    no_grad_cat(we).sum().backward()
     torch.testing.assert_close(w.grad, we.grad)
     assert_optimized(backend.reports[0])  # the region was optimized, not skipped
 

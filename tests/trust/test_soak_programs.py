@@ -10,6 +10,8 @@ import torch
 
 from bench import soak
 from bench.graphgen import Features, copy_with_layout, random_graph
+from tests.trust.issue28_programs import (cat_of_split, channels_last, mutated_view_then_cat, no_grad_cat,
+                                          setitem_then_stack, stack_of_unbind, transposed, zero_then_cat)
 
 
 # -- the generator ------------------------------------------------------------------------------------
@@ -55,37 +57,6 @@ def test_without_features_the_generator_draws_what_it_always_drew():
 
 
 # -- issue 28's programs ------------------------------------------------------------------------------
-def _cat_of_split(x):
-    return torch.cat(torch.split(x, 1, 0), 0)
-
-
-def _stack_of_unbind(x):
-    return torch.stack(torch.unbind(x, -1), -1)
-
-
-def _zero_then_cat(x):
-    a, b = torch.split(x, 2, 0)
-    a.zero_()
-    return torch.cat([a, b], 0)
-
-
-def _setitem_then_stack(x):
-    x[0] = 1.0
-    return torch.stack(torch.unbind(x, 0), 0)
-
-
-def _mutated_view_then_cat(x):
-    y = x[1:]
-    y.mul_(2)
-    return torch.cat(torch.split(x, 1, 0), 0)
-
-
-def _no_grad_cat(w):
-    with torch.no_grad():
-        s = torch.cat(torch.split(w, 2, 1), 1)
-    return w.sigmoid() * s
-
-
 def _enable_grad_cat(w):
     with torch.enable_grad():
         s = torch.cat(torch.split(w, 2, 1), 1)
@@ -93,13 +64,12 @@ def _enable_grad_cat(w):
 
 
 PROGRAMS = {  # name: (function, inputs, mode)
-    "R1_transposed": (_cat_of_split, lambda: [torch.randn(6, 4).t()], "infer"),
-    "R1_channels_last": (_stack_of_unbind, lambda: [torch.randn(2, 8, 4, 4).to(memory_format=torch.channels_last)],
-                         "infer"),
-    "R2_zero_then_cat": (_zero_then_cat, lambda: [torch.randn(4, 3)], "infer"),
-    "R2_setitem_then_stack": (_setitem_then_stack, lambda: [torch.randn(4, 3)], "infer"),
-    "R2_mutated_view_then_cat": (_mutated_view_then_cat, lambda: [torch.randn(4, 3)], "infer"),
-    "R3_no_grad": (_no_grad_cat, lambda: [torch.randn(3, 4)], "train"),
+    "R1_transposed": (cat_of_split, lambda: [transposed()], "infer"),
+    "R1_channels_last": (stack_of_unbind, lambda: [channels_last()], "infer"),
+    "R2_zero_then_cat": (zero_then_cat, lambda: [torch.randn(4, 3)], "infer"),
+    "R2_setitem_then_stack": (setitem_then_stack, lambda: [torch.randn(4, 3)], "infer"),
+    "R2_mutated_view_then_cat": (mutated_view_then_cat, lambda: [torch.randn(4, 3)], "infer"),
+    "R3_no_grad": (no_grad_cat, lambda: [torch.randn(3, 4)], "train"),
     "R3_enable_grad_under_no_grad": (_enable_grad_cat, lambda: [torch.randn(3, 4)], "no_grad"),
 }
 

@@ -389,9 +389,11 @@ def _fake_gpu_targets() -> list[tuple[Any, str, Any]] | None:
 
 
 class _NoCudaGuards(TorchFunctionMode):
-    """On a CPU-only build the C++ bindings of ``x[i]``, ``x[i] = v`` and ``x.copy_(y)`` open a CUDA
-    device guard, which fails for a fake cuda tensor: they are made of the aten calls they would make.
-    Dynamo graphs index tensors; Inductor's reinplacing pass copies into views."""
+    """On a CPU-only build the C++ bindings of ``x[i]``, ``x[i] = v``, ``x.contiguous()`` and
+    ``x.copy_(y)`` open a CUDA device guard, which fails for a fake cuda tensor: they are made of the
+    aten calls they would make.
+    Dynamo graphs index tensors and make attention heads contiguous; Inductor's reinplacing pass
+    copies into views."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -401,7 +403,37 @@ class _NoCudaGuards(TorchFunctionMode):
             return _setitem(*args)
         if func is torch.Tensor.copy_:
             return torch.ops.aten.copy_.default(*args, **kwargs)
+        if func is torch.Tensor.contiguous:
+            return _contiguous(*args, **kwargs)
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            return _fused_attention(func, *args, **kwargs)
         return func(*args, **kwargs)
+
+
+def _contiguous(x: torch.Tensor, memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
+    """``x.contiguous()`` as the aten call it makes: itself when laid out so, else a clone."""
+    if x.is_contiguous(memory_format=memory_format):
+        return x
+    return torch.ops.aten.clone.default(x, memory_format=memory_format)
+
+
+def _fused_attention(sdpa, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                     enable_gqa=False):
+    """SDPA as a CUDA build runs it on an H200: a CPU-only build has no CUDA kernel choice for fake
+    cuda tensors and decomposes it into matmuls and a softmax (5 more launches a layer than the GPU).
+    Flash attention for half precision without a mask, memory-efficient attention (a boolean mask
+    made additive first) for the rest; grouped-query or odd head sizes keep the decomposition."""
+    head = query.shape[-1]
+    if enable_gqa and key.shape[-3] != query.shape[-3] or head % 8 or head > 256:
+        return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    if query.dtype in (torch.float16, torch.bfloat16) and attn_mask is None:
+        return torch.ops.aten._scaled_dot_product_flash_attention.default(
+            query, key, value, dropout_p, is_causal, False, scale=scale)[0]
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros((), dtype=query.dtype, device=query.device).masked_fill(
+            attn_mask.logical_not(), float("-inf"))
+    return torch.ops.aten._scaled_dot_product_efficient_attention.default(
+        query, key, value, attn_mask, False, dropout_p, is_causal, scale=scale)[0]
 
 
 class _OnCpu(TorchDispatchMode):

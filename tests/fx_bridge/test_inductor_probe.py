@@ -78,6 +78,27 @@ def test_bmm_tanh_is_a_bmm_and_one_kernel():
     assert (got.generated, got.extern) == (1, 1)
 
 
+def test_a_contiguous_copy_of_attention_heads_is_one_kernel():
+    """``x.transpose(1, 2).contiguous()``, as every attention layer makes its heads (a CPU-only
+    build's binding of ``contiguous`` opens a CUDA device guard: the probe makes it the clone it is)."""
+    got = both(lambda x: x.transpose(1, 2).contiguous() * 2, torch.randn(2, 8, 4, 16))
+    assert (got.generated, got.extern) == (1, 0)
+
+
+@pytest.mark.parametrize("mask", [None, "causal", "bool"])
+def test_attention_is_one_fused_call_as_on_an_h200(mask):
+    """SDPA in float32 is memory-efficient attention on an H200: one extern call, and one kernel to
+    make a boolean mask additive. A CPU-only build decomposes it (matmuls and a softmax) unless the
+    probe picks the kernel the GPU would."""
+    q, k, v = (torch.randn(2, 4, 128, 64) for _ in range(3))
+    bool_mask = torch.ones(128, 128, dtype=torch.bool).tril()
+    fn = {None: lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+          "causal": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+          "bool": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=bool_mask)}[mask]
+    got = count_launches(*dynamo_graph(fn, q, k, v), dialect="torch")
+    assert (got.generated, got.extern) == ((1, 1) if mask == "bool" else (0, 1))
+
+
 def test_a_post_grad_body_with_nested_outputs():
     """The pipeline's post-grad pass hands over ``(outputs, [copied values])``; sibling pointwise
     ops over the same range are one kernel."""

@@ -14,6 +14,7 @@ programs (``name/fwd``, ``name/bwd``) and the programs eqsat's pre- and post-gra
     python -m bench.calibrate --device cpu --graphs 40
     python -m bench.calibrate --device cuda --graphs 60 --models
     python -m bench.calibrate --device cpu --train --models --graphs 0 --only wukong,dhen
+    python -m bench.calibrate --zoo --device cuda [--train] [--only llama,t5]   # see bench.zoo_calibration
 """
 from __future__ import annotations
 
@@ -450,12 +451,19 @@ def main(argv=None) -> None:
     ap.add_argument("-v", action="store_true", help="tracebacks for skipped graphs")
     ap.add_argument("--rescore", metavar="CALIBRATE_TXT", help="predict again for a committed run's graphs "
                     "(random graphs by seed, models at size small) instead of compiling")
+    ap.add_argument("--zoo", action="store_true", help="the zoo's graphs and the programs eqsat chooses for "
+                    "them, counted by Inductor's lowering and scheduler (bench.zoo_calibration)")
+    ap.add_argument("--kernels", action="store_true", help="with --zoo: each launch and the ops it was made from")
     args = ap.parse_args(argv)
+    only = args.only.split(",") if args.only else None
+    if args.zoo:
+        from bench import zoo_calibration
+
+        return zoo_calibration.main(args.device, only, args.train, args.kernels)
     model = CostModel.for_device(args.device)
     if args.rescore:
         return report(rescore(args.rescore, args.device, model))
     corpus = [(f"random/{s}", *random_graph(s)) for s in range(args.seed, args.seed + args.graphs)]
-    only = args.only.split(",") if args.only else None
     if args.train:
         models = model_builds(args.device, only) if args.models else ()
         rows = calibrate_train(itertools.chain(corpus, models), args.device, model)

@@ -193,12 +193,26 @@ STRUCTURAL = [
     Op("cons", "TCons", Category.SOURCE, (T, TLIST), TLIST),
 ]
 
-# Aten ops with no row here (lowering keeps them ``Opaque``) that Inductor generates code for, by what
+# Ops with no row here (lowering keeps them ``Opaque``) that Inductor generates code for, by what
 # that code is: a lowering in ``torch/_inductor/lowering.py`` (no fallback), so the op fuses like a
 # pointwise op or a reduction of ours instead of costing an extern call. ``scatter``: Inductor's
 # ``Scatter``, a generated kernel of its own that fuses with nothing, writing in place into a clone
 # of its first input (a fusible pointwise kernel); the values are computed inside it. ``view``: a
-# no-op alias. Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, ...).
+# no-op alias, or a call that makes no kernel at all. ``source``: a buffer allocated, not computed.
+# Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, convolutions, ...).
+# Aten names are what post-grad graphs hold; Torch-IR functions and methods (``torch.arange``,
+# ``torch.nn.functional.embedding``, ``x.new_ones``) are looked up by their last name, which stays the
+# same across torch versions (Dynamo records ``torch.embedding`` in one, the functional in another):
+# whole transformers models (zoo, transformers 5.17) price their embeddings, position ids, masks and
+# rotary tables as the kernels Inductor fuses them into.
+TORCH_IR_KINDS: dict[str, str] = {
+    **dict.fromkeys(["embedding", "arange", "gather", "where", "diff", "zeros", "ones", "full", "zeros_like",
+                     "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "masked_fill", "getitem",
+                     "max_pool2d"], "pointwise"),
+    **dict.fromkeys(["cumsum"], "reduction"),
+    **dict.fromkeys(["empty", "empty_like", "new_empty"], "source"),
+    **dict.fromkeys(["_log_api_usage_once"], "view"),
+}
 OPAQUE_KINDS: dict[str, str] = {
     **dict.fromkeys(["aten.var_mean.correction", "aten.var.correction", "aten.any.dims", "aten.any.dim",
                      "aten.any.default", "aten.max.dim", "aten.min.dim", "aten.argmax.default",
@@ -217,9 +231,12 @@ OPAQUE_KEY_PREFIX = "op:"  # lowering keys an opaque node ``op:<module>.<op>.<ov
 
 
 def opaque_kind(key: str) -> str:
-    """What Inductor makes of the opaque op keyed ``key``: an ``OPAQUE_KINDS`` kind, else ``extern``."""
+    """What Inductor makes of the opaque op keyed ``key``: an ``OPAQUE_KINDS`` kind for an Aten op, a
+    ``TORCH_IR_KINDS`` kind for a Torch-IR one, else ``extern``."""
     label = op_name_of_key(key).removeprefix(OPAQUE_KEY_PREFIX).removeprefix("torch._ops.")
-    return OPAQUE_KINDS.get(label, "extern")
+    if label.startswith(("aten.", "prims.")):
+        return OPAQUE_KINDS.get(label, "extern")
+    return TORCH_IR_KINDS.get(label.rsplit(".", 1)[-1], "extern")
 
 
 # Torch-IR names lowering handles that are no op of their own: identities, folded sizes, detach.

@@ -27,7 +27,7 @@ import itertools
 import operator
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 from unittest import mock
 
@@ -67,6 +67,9 @@ class Launches:
     generated: int  # Triton kernels
     extern: int     # every other call: extern kernels, fallbacks, a mix-order reduction's final sums
     bytes: int
+    # each launch: "kernel" or "extern" and the Aten ops it was made from (what a calibration compares
+    # with the cost model's groups); not part of the comparison
+    described: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def total(self) -> int:
@@ -321,10 +324,20 @@ def _launches(nodes: list) -> Launches:
             finished |= {n.get_outputs()[0].users[0].node.get_name()
                          for n in node.node2.get_nodes() if n.is_reduction()}
     generated = extern = 0
+    described = []
     for node in nodes:
         g, e = _node_launches(node, finished)
         generated, extern = generated + g, extern + e
-    return Launches(generated, extern, int(sum(n.get_read_write_buffers_sizes() for n in nodes)))
+        if g or e:
+            described.append(f"{g}+{e} {_origins(node)}")
+    return Launches(generated, extern, int(sum(n.get_read_write_buffers_sizes() for n in nodes)), tuple(described))
+
+
+def _origins(node) -> str:
+    """The Aten ops a scheduler node was made from, short names, sorted."""
+    names = {str(o.target).removeprefix("aten.").removesuffix(".default")
+             for n in node.get_nodes() for o in getattr(n.node, "origins", ()) or ()}
+    return " ".join(sorted(names))
 
 
 def _node_launches(node, finished: set) -> tuple[int, int]:
@@ -389,7 +402,7 @@ def _fake_gpu_targets() -> list[tuple[Any, str, Any]] | None:
 
 
 class _NoCudaGuards(TorchFunctionMode):
-    """On a CPU-only build the C++ bindings of ``x[i]``, ``x[i] = v``, ``x.contiguous()`` and
+    """On a CPU-only build the C++ bindings of ``x[i]``, ``x[i] = v``, ``x.contiguous()``, ``~x`` and
     ``x.copy_(y)`` open a CUDA device guard, which fails for a fake cuda tensor: they are made of the
     aten calls they would make.
     Dynamo graphs index tensors and make attention heads contiguous; Inductor's reinplacing pass
@@ -405,6 +418,8 @@ class _NoCudaGuards(TorchFunctionMode):
             return torch.ops.aten.copy_.default(*args, **kwargs)
         if func is torch.Tensor.contiguous:
             return _contiguous(*args, **kwargs)
+        if func is torch.Tensor.__invert__:
+            return torch.ops.aten.bitwise_not.default(*args)
         if func is torch.nn.functional.scaled_dot_product_attention:
             return _fused_attention(func, *args, **kwargs)
         return func(*args, **kwargs)

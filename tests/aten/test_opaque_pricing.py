@@ -7,6 +7,7 @@ neighbours. H200, interformer's forward: 108 extern calls predicted where Induct
 import torch
 
 from eqsat.cost import CostModel
+from fx_bridge.inductor_probe import available, count_launches
 from fx_bridge.pipeline import price_input
 
 aten, prims = torch.ops.aten, torch.ops.prims
@@ -51,3 +52,43 @@ def test_index_put_is_a_scatter_kernel_after_its_zeros():
 
     cost = price(embedding_backward, torch.randn(32, 16), torch.randint(0, 100, (32,)))
     assert (cost.generated, cost.extern) == (2, 0)
+
+
+def _dynamo_graph(fn, *inputs):
+    got = []
+    torch.compile(fn, backend=lambda gm, ex: got.append((gm, list(ex))) or gm.forward, fullgraph=True)(*inputs)
+    return got[0]
+
+
+def token_embedding_with_positions(ids, table, pos_table):
+    """What a decoder's Dynamo graph starts with (transformers 5.x): token and position embeddings,
+    position ids from ``arange``, a padding mask from ``new_ones`` and a masked fill: Torch-IR spellings
+    of the ops above."""
+    positions = torch.arange(ids.shape[1]).expand(ids.shape)
+    padded = ids.new_ones(ids.shape) == 0
+    hidden = torch.nn.functional.embedding(ids, table) + torch.nn.functional.embedding(positions, pos_table)
+    return hidden.masked_fill(~padded.unsqueeze(-1), 0.0)
+
+
+def test_torch_ir_factories_and_gathers_fuse_as_inductor_fuses_them():
+    """Whole transformers models price their embeddings, position ids and masks by the Torch-IR names
+    Dynamo gives them: before, each was an extern call (GPT-2's Dynamo graph: 32 launches predicted,
+    21 made). Inductor makes one kernel that gathers, adds and masks, as its probe says."""
+    ids = torch.randint(1, 100, (2, 16))
+    gm, inputs = _dynamo_graph(token_embedding_with_positions, ids, torch.randn(100, 32), torch.randn(16, 32))
+    built, _ = price_input(gm, inputs, GPU)
+    assert (built.before.generated, built.before.extern) == (1, 0)
+    if available("cuda"):
+        assert count_launches(gm, inputs, "cuda", "torch").total == 1
+
+
+def test_torch_ir_spellings_of_one_op_get_one_kind():
+    """Dynamo records a call by whatever it traced into: ``torch.embedding`` in one torch version, the
+    functional in another; a method by its name. Each prices as the op it is."""
+    from eqsat.ops import opaque_kind
+
+    for label in ("torch.nn.functional.embedding", "torch.embedding", "new_ones", "torch._C.TensorBase.new_ones"):
+        assert opaque_kind(f"op:{label}(sig=x)") == "pointwise", label
+    assert opaque_kind("op:torch._C._log_api_usage_once") == "view"  # no kernel at all
+    assert opaque_kind("op:torch.conv2d") == opaque_kind("op:aten.convolution.default") == "extern"
+    assert opaque_kind("op:aten.embedding.default") == "pointwise"

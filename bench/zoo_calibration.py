@@ -1,0 +1,171 @@
+"""The GPU cost model against Inductor on the programs extraction chooses on the zoo (issue 29).
+
+Extraction optimizes against the model, so it goes where the model is wrong: calibrating on input
+graphs alone misses exactly those places. For each zoo model this takes its Dynamo graph (inference)
+and, with ``--train``, the Aten forward and backward graphs of a training step as Inductor gets them;
+prices the graph as written, lets eqsat optimize it with the GPU cost model (Inductor not deciding),
+and counts both programs' launches with Inductor's own lowering and scheduler
+(``fx_bridge.inductor_probe``: the GPU at hand, or a fake H200 on a machine without one). Rows give
+predicted vs counted launches for the input and the chosen program; the summary, the median and mean
+|predicted − counted| over the chosen programs (the target: a median of at most 1 launch, H200).
+
+    python -m bench.calibrate --zoo --device cuda [--only llama,t5] [--train] [--kernels]
+
+``--kernels`` lists each launch Inductor makes with the Aten ops it was made from.
+"""
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from bench import train_step
+from bench.models import ZOO
+from eqsat.cost import CostModel
+from fx_bridge import inductor_metrics, inductor_probe, post_grad, torch_compat
+from fx_bridge.pipeline import Options, optimize
+
+SKIP_BY_DEFAULT = frozenset({"wide_recsys"})
+
+
+@dataclass
+class Row:
+    name: str
+    nodes: int
+    predicted_input: int
+    counted_input: int
+    predicted_chosen: int
+    counted_chosen: int
+    changed: bool
+    kernels_input: tuple[str, ...] = ()   # Inductor's launches, each with the ops it was made from
+    kernels_chosen: tuple[str, ...] = ()
+
+    @property
+    def error(self) -> int:
+        """|predicted − counted| of the program extraction chose (the input when it kept it)."""
+        return abs(self.predicted_chosen - self.counted_chosen)
+
+
+def measure(name: str, gm: torch.fx.GraphModule, inputs: list, dialect: str, options: Options,
+            **optimize_args) -> Row:
+    """One graph: eqsat's choice under ``options``, both programs counted by the probe."""
+    device = "cuda"  # the GPU model's launches, on the GPU or a fake H200
+    chosen, report = optimize(copy.deepcopy(gm), inputs, options, **optimize_args)
+    counted_input = inductor_probe.count_launches(gm, inputs, device, dialect)
+    counted_chosen = (inductor_probe.count_launches(chosen, inputs, device, dialect)
+                      if report.changed else counted_input)
+    return Row(name, len(gm.graph.nodes), report.kernels_before, counted_input.total,
+               report.kernels_after if report.changed else report.kernels_before, counted_chosen.total,
+               report.changed, counted_input.described, counted_chosen.described)
+
+
+def _options() -> Options:
+    """The GPU model wherever this runs (a CPU compile would get the CPU model), Inductor not
+    deciding (its choice is what is measured here), the budget of a default compile."""
+    return Options(cost=CostModel.for_device("cuda"), verify=False)
+
+
+def inference_rows(name: str, device: str) -> list[Row]:
+    model, inputs = ZOO[name]("small", device, torch.float32)
+    rows: list[Row] = []
+    opts = _options()
+
+    def backend(gm, example_inputs):
+        k = len(rows)
+        rows.append(measure(f"{name}/infer{k or ''}", gm, list(example_inputs), "torch", opts))
+        return gm.forward
+
+    torch_compat.reset_dynamo()
+    with torch.no_grad():
+        torch.compile(model.eval(), backend=backend)(*inputs)
+    return rows
+
+
+class _MeasuringPass(torch_compat.CustomGraphPass):
+    """A post-grad pass that changes nothing: measures each Aten graph Inductor is about to lower."""
+
+    def __init__(self, name: str, options: Options):
+        self.name, self.options = name, options
+        self.rows: list[Row | Exception] = []
+
+    def uuid(self):
+        return None
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        phase = "bwd" if any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes) else "fwd"
+        try:
+            body, epilogue, inputs = post_grad.functional_body(graph)
+            self.rows.append(measure(f"{self.name}/{phase}", body, inputs, "aten", self.options,
+                                     user_outputs=torch_compat.aot_user_outputs(graph),
+                                     copied_back=len(epilogue)))
+        except Exception as e:  # a graph that cannot be measured is a skipped row, never a failed compile
+            self.rows.append(e)
+
+
+def training_rows(name: str, device: str) -> list[Row | Exception]:
+    model, inputs = ZOO[name]("small", device, torch.float32)
+    measuring = _MeasuringPass(name, _options())
+    torch_compat.reset_dynamo()
+    with inductor_metrics.inductor_config_patch("inductor", post_grad_pass=measuring):
+        train_step.loss_of(torch.compile(model.train(), backend="inductor")(
+            *train_step.training_inputs(inputs))).backward()
+    return measuring.rows
+
+
+def run(names: list[str] | None, device: str, train: bool, kernels: bool = False) -> list[Row]:
+    rows: list[Row] = []
+    for name in names or [n for n in ZOO if n not in SKIP_BY_DEFAULT]:
+        t0 = time.perf_counter()
+        try:
+            got = (training_rows if train else inference_rows)(name, device)
+        except Exception as e:  # one model that does not build or compile here must not end the run
+            print(f"  skip {name}: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+            continue
+        for r in got:
+            if isinstance(r, Exception):
+                print(f"  skip a graph of {name}: {type(r).__name__}: {str(r).splitlines()[0][:160]}")
+                continue
+            rows.append(r)
+            print(f"  {r.name:28s} nodes={r.nodes:4d} input {r.predicted_input:3d}/{r.counted_input:3d}"
+                  f"  chosen {r.predicted_chosen:3d}/{r.counted_chosen:3d}{'' if r.changed else ' (the input)'}",
+                  flush=True)
+            if kernels:
+                for label, launches in (("input", r.kernels_input), ("chosen", r.kernels_chosen if r.changed else ())):
+                    print("\n".join(f"      {label} {k}" for k in launches))
+        print(f"  {name}: {time.perf_counter() - t0:.1f} s", flush=True)
+    return rows
+
+
+def summary(rows: list[Row]) -> str:
+    if not rows:
+        return "no graphs measured"
+    chosen = [r.error for r in rows]
+    inputs = [abs(r.predicted_input - r.counted_input) for r in rows]
+    changed = [r for r in rows if r.changed]
+    worse = [r.name for r in changed if r.counted_chosen > r.counted_input]
+    return (f"{len(rows)} graphs ({len(changed)} rewritten): |predicted - counted| launches of the chosen "
+            f"program median {statistics.median(chosen):g}, mean {statistics.fmean(chosen):.2f}, "
+            f"max {max(chosen)}; of the input median {statistics.median(inputs):g}, "
+            f"mean {statistics.fmean(inputs):.2f}; rewritten programs Inductor counts more launches for "
+            f"than the input: {len(worse)} {worse if worse else ''}".rstrip())
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| graph | nodes | input: predicted / counted | chosen: predicted / counted |", "|---|---|---|---|"]
+    lines += [f"| {r.name} | {r.nodes} | {r.predicted_input} / {r.counted_input} | "
+              f"{r.predicted_chosen} / {r.counted_chosen}{'' if r.changed else ' (input)'} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(device: str, only: list[str] | None, train: bool, kernels: bool = False) -> None:
+    if not inductor_probe.available("cuda"):
+        raise SystemExit("Inductor's CUDA path cannot be probed here (no GPU and no fake H200 for this torch)")
+    rows = run(only, device, train, kernels)
+    print()
+    print(table(rows))
+    print()
+    print(summary(rows))
+

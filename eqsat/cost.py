@@ -68,6 +68,11 @@ class CostModel:
     loop_cost: float = 0.0    # µs per loop nest inside a fused kernel (CPU: an OpenMP barrier each)
     train_step: bool = False  # a forward graph whose backward follows from our choice (see module doc)
     split_sms: int = 0        # GPU multiprocessors: Triton splits reductions with too few outputs in two
+    # One op on a stack of independent pointwise operands can pay (Optimus' batch_tanh, ...): on CPU it
+    # is one loop nest for many. Not under Triton: Inductor already fuses each into its neighbours,
+    # and the stack makes it materialise operands it fused before (zoo Llama, H200 model on the fake
+    # H200: 31 launches as written, 38 with the rotary embedding's q/k products batched, 27 without).
+    batch_pointwise: bool = True
 
     @classmethod
     def for_device(cls, device: str, **kw) -> "CostModel":
@@ -78,7 +83,7 @@ class CostModel:
         if device == "cpu":
             kw = {"pointwise_cat_inputs": 0, "outer_loop_fusion": True, "loop_cost": 1.0, **kw}
         else:
-            kw = {"alpha": 13.9, "beta": 4.05e-6, "split_sms": 132, **kw}
+            kw = {"alpha": 13.9, "beta": 4.05e-6, "split_sms": 132, "batch_pointwise": False, **kw}
         return cls(**kw)
 
     @property

@@ -28,7 +28,7 @@ from eqsat.sizes import SizeOverflow, hint_shapes
 from rules.library import select, shape_rules
 
 from . import inductor_probe, torch_compat, verify
-from .horizontal import horizontal_unions
+from .horizontal import POINTWISE_BATCHES, horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
 from .functionalize import functionalize_intermediates
@@ -104,6 +104,8 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                                train_step=base.train_step or train_step)
     if cost != opts.cost:
         opts = dataclasses.replace(opts, cost=cost)
+    if not cost.batch_pointwise:
+        opts = dataclasses.replace(opts, disabled=(*opts.disabled, *POINTWISE_BATCHES))
     report = Report(graph_nodes=len(gm.graph.nodes))
     with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
         report.budget_seconds = deadline.seconds

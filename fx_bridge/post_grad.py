@@ -13,8 +13,8 @@ whose operand is an intermediate it alone uses only changes that tensor's metada
 functional overload. Mutation anywhere else makes lowering refuse the graph (``Unsupported``).
 
 ``Options.post_grad_disabled`` (default: nothing) names rules or families switched off here on top of
-``disabled``; a GPU compile (the Triton cost model) also leaves pointwise batches to Inductor here
-(``fx_bridge.horizontal.POINTWISE_BATCHES``). Batch fusion and narrow merging used to be off after
+``disabled``; a GPU compile (the Triton cost model) leaves pointwise batches to Inductor here as in
+the pre-grad pass (``CostModel.batch_pointwise``). Batch fusion and narrow merging used to be off after
 autograd, when the cost model charged a copy for every cat input a matmul writes; priced as Inductor
 does it (``out=`` into the slice), they pay in backward graphs too (recsys_tower tiny, CPU training
 step: 38 → 30 launches).
@@ -31,13 +31,11 @@ from typing import Any
 import torch
 from torch.fx.node import map_arg
 
-from eqsat.cost import CostModel
 from eqsat.deadline import Allowance
 
 from . import torch_compat
 from .fallback import kept_original
-from .horizontal import POINTWISE_BATCHES
-from .pipeline import Options, device_of, optimize
+from .pipeline import Options, optimize
 from .report import Report
 
 log = logging.getLogger("eqsat")
@@ -96,8 +94,6 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
     """Optimize a post-grad graph in place; on any failure leave it untouched and say why."""
     try:
         body, epilogue, inputs = functional_body(graph)
-        if (options.cost or CostModel.for_device(device_of(inputs))).gpu:
-            options = dataclasses.replace(options, disabled=(*options.disabled, *POINTWISE_BATCHES))
         new_gm, report = optimize(body, inputs, options, torch_compat.aot_user_outputs(graph),
                                   copied_back=len(epilogue), allowance=allowance)
         if new_gm is not body:

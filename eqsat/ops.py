@@ -378,6 +378,7 @@ ALL_OPS: list[Op] = list(STRUCTURAL)
 # -- derived tables (rebuilt by ``register``) -----------------------------------------------------------
 BY_NAME: dict[str, Op] = {}
 CTOR_CATEGORY: dict[str, Category] = {}   # constructor → category, for the cost model and extraction
+CTOR_SORT: dict[str, str] = {}            # constructor → the sort of its terms
 _version = 0
 
 
@@ -385,9 +386,11 @@ def _rebuild() -> None:
     global _version
     BY_NAME.clear()
     CTOR_CATEGORY.clear()
+    CTOR_SORT.clear()
     for op in ALL_OPS:
         BY_NAME.setdefault(op.name, op)
         CTOR_CATEGORY.setdefault(op.ctor, op.category)
+        CTOR_SORT.setdefault(op.ctor, op.sort)
     _version += 1
 
 

@@ -9,6 +9,7 @@ reads its escapes), so no rule, family or op key can smuggle a command in.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 from . import rulelang as rl
@@ -64,6 +65,7 @@ def action(a) -> str:
     return term(a)
 
 
+@lru_cache(maxsize=4096)
 def declaration(d: rl.Relation | rl.Function) -> str:
     if isinstance(d, rl.Relation):
         return f"(relation {_symbol(d.name)} ({' '.join(rl.EGG_SORT[s] for s in d.sorts)}))"
@@ -78,7 +80,14 @@ def clause(c: rl.Clause, ruleset: str | None = None, name: str | None = None) ->
     """``(rule (facts) (actions) :ruleset … :name "…")``."""
     tags = (f" :ruleset {_symbol(ruleset)}" if ruleset is not None else "") + (
         f" :name {json.dumps(name)}" if name is not None else "")
-    return f"(rule ({' '.join(fact(f) for f in c.facts)}) ({' '.join(action(a) for a in c.actions)}){tags})"
+    return f"{_clause_body(c)}{tags})"
+
+
+@lru_cache(maxsize=8192)
+def _clause_body(c: rl.Clause) -> str:
+    """A clause's text without its tags and closing parenthesis; a clause is compiled once (every
+    session loads the same rules; clauses hash by identity and the cache keeps them alive)."""
+    return f"(rule ({' '.join(fact(f) for f in c.facts)}) ({' '.join(action(a) for a in c.actions)})"
 
 
 def ruleset(name: str) -> str:

@@ -106,8 +106,12 @@ class Evaluator:
         return shape
 
     def _randn(self, shape):
+        """Normal values; a quarter of the tensors have about half their entries zero (``any``, ``prod``
+        and ``amax`` of non-positive rows read differently then)."""
         dtype = torch.float64 if self.rng.random() < 0.2 else torch.float32
-        return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(self.rng.randrange(1 << 30)))
+        gen = torch.Generator().manual_seed(self.rng.randrange(1 << 30))
+        t = torch.randn(shape, dtype=dtype, generator=gen)
+        return t * (torch.rand(shape, generator=gen) < 0.5) if self.rng.random() < 0.25 else t
 
     def _composition(self, total: int):
         mode = self.rng.choice(("ones", "equal", "random"))

@@ -58,7 +58,7 @@ def shape_rule(op: ops.Op) -> Rule:
         value = q.expr(shape)
         clauses.append(Clause(tuple(q.query()), (set_(e.shape, value),)))
         decls += q.decls + q.demand_clauses()
-    return Rule(f"shape_{op.ctor.lower()}", ANALYSIS, f"the shape of {root!r} (eqsat.ops row {op.name!r})",
+    return Rule(f"shape_{op.ctor.lower()}", ANALYSIS, f"the shape of {root!r}, from its eqsat.ops row",
                 tuple(clauses), tuple(dict.fromkeys(decls)))
 
 
@@ -79,13 +79,17 @@ def _same_dtype(op: ops.Op) -> Clause:
 
 def _keyed_dtype(op: ops.Op) -> list[Clause]:
     """A keyed op other than a pointwise one (a reduction) keeps its operand's dtype or gives bool, as
-    its key's row says."""
+    its key's row says (a clause for each kind of dtype its constructor's rows have)."""
     root, args = _term(op)
     operand, binds = _first_tensor(op, root, args)
     key = args[0]
-    return [rule(e == root, *binds, KeepsDtype(key), t == operand.dtype, FloatDtype(t)).then(set_(e.dtype, t)),
-            rule(e == root, *binds, KeepsIntDtype(key), t == operand.dtype, t != "bool").then(set_(e.dtype, t)),
-            rule(e == root, BoolResult(key)).then(set_(e.dtype, "bool"))]
+    kinds = {row.dtype for row in ops.ALL_OPS if row.ctor == op.ctor}
+    clauses = {
+        ops.Dtype.FLOAT: rule(e == root, *binds, KeepsDtype(key), t == operand.dtype, FloatDtype(t)).then(set_(e.dtype, t)),
+        ops.Dtype.ANY: rule(e == root, *binds, KeepsIntDtype(key), t == operand.dtype, t != "bool").then(set_(e.dtype, t)),
+        ops.Dtype.BOOL: rule(e == root, BoolResult(key)).then(set_(e.dtype, "bool")),
+    }
+    return [c for kind, c in clauses.items() if kind in kinds]
 
 
 def _pointwise_dtype() -> list[Clause]:
@@ -121,7 +125,8 @@ def _shape_rules(version: int) -> tuple[Rule, ...]:
              tuple(_same_dtype(op) for op in _rows_by_ctor(lambda op: op.dtype is ops.Dtype.SAME))),
         Rule("dtype_keyed", ANALYSIS, "reductions keep a float dtype, or give bool, as their key's row says",
              tuple(c for op in keyed for c in _keyed_dtype(op))),
-        Rule("dtype_pointwise", ANALYSIS, _pointwise_dtype.__doc__.replace("\n   ", ""), tuple(_pointwise_dtype())),
+        Rule("dtype_pointwise", ANALYSIS, "pointwise ops keep a float (or, where they cannot promote, any) dtype;"
+             " comparisons give bool", tuple(_pointwise_dtype())),
     )
 
 

@@ -129,6 +129,29 @@ def test_names_that_reach_egglog_must_be_identifiers(name, family):
         Rule(name, family, "a hand-written rule", ())
 
 
+def test_the_compiler_prints_names_as_data():
+    """Whatever builds a rule value, the compiler checks each name it prints and quotes strings: a
+    ruleset, a variable or a table that is not a name is refused, and an op key carrying egglog text
+    stays one string in the e-graph."""
+    from eqsat.egraph import Budget, Session
+    from eqsat.rulelang import TENSOR, Relation, Var, rule as clause
+    from eqsat.terms import Term
+    from rules.library import shape_rules
+
+    c = clause(Relation("R", (TENSOR,))(x)).then()
+    for bad in (lambda: to_egglog.clause(c, INJECTED), lambda: to_egglog.ruleset(INJECTED),
+                lambda: Var(INJECTED, TENSOR), lambda: Relation(INJECTED, (TENSOR,))):
+        with pytest.raises(ValueError):
+            bad()
+    key = 'relu" x)) (panic "INJECTED") ("'
+    r = rewrite("quoted_key", unary(key, unary(key, x)), unary(key, x)).compile()
+    assert '(panic' in to_egglog.clause(r.clauses[0]) and '\\"' in to_egglog.clause(r.clauses[0])
+    s = Session([r], shape_rules())
+    x_ = s.let("$x", Term("Input", ("x",)))
+    s.let("$y", Term("Unary", (key, Term("Unary", (key, x_)))))
+    assert s.saturate(Budget(iterations=2)).fired["quoted_key"] >= 1  # the key stayed one string
+
+
 def test_variable_names_must_be_identifiers():
     for bad in ('x)(panic"INJECTED")(', "_root", "é"):
         with pytest.raises(RuleError, match=r"identifier"):

@@ -22,9 +22,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 import egglog.bindings as bindings
 
+from . import schema, to_egglog
 from .deadline import Deadline
 from .frozen import frozen_view
-from . import schema, to_egglog
 from .rule import Rule, rule_of_tag
 from .rulelang import Clause
 from .serialized import EGraphView

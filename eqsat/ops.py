@@ -433,6 +433,16 @@ def pointwise_arity(name: str) -> int | None:
     return op.arity if op is not None and op.category is Category.POINTWISE and op.ctor in KEYED_POINTWISE else None
 
 
+def builder_name(op: Op) -> str | None:
+    """The DSL builder of a row's constructor: its ``dsl`` name, or a keyed constructor's name in lower
+    case (``unary``, ``reduce``); None for sources, lists and tuples read with ``Get``."""
+    if op.dsl is not None:
+        return op.dsl
+    if op.args[:1] == (STRING,) and op.category is not Category.SOURCE and op.sort == TENSOR:
+        return op.ctor.lower()
+    return None
+
+
 def keeps_dtype(name: str) -> bool:
     op = BY_NAME.get(name)
     return op is not None and op.dtype in (Dtype.FLOAT, Dtype.ANY)

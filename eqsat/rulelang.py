@@ -143,10 +143,8 @@ def _torch_names(version: int) -> dict[str, str]:
     """Constructor → the DSL builder name rules are written with (``Narrow`` → ``narrow``)."""
     out: dict[str, str] = {}
     for op in ops.ALL_OPS:
-        if op.dsl is not None:
-            out.setdefault(op.ctor, op.dsl)
-        elif op.args[:1] == (ops.STRING,) and op.category is not ops.Category.SOURCE and op.sort == TENSOR:
-            out.setdefault(op.ctor, op.ctor.lower())
+        if ops.builder_name(op) is not None:
+            out.setdefault(op.ctor, ops.builder_name(op))
     return out
 
 

@@ -128,7 +128,7 @@ def _row_rules(op: ops.Op) -> list:
     args = [Var(letters[sort] + (str(op.args[:k].count(sort)) if op.args.count(sort) > 1 else ""), sort)
             for k, sort in enumerate(op.args)]
     pos = op.args.index(TENSOR)
-    build = builder(op.dsl or op.ctor.lower())
+    build = builder(ops.builder_name(op))
 
     def on(operand):
         return build(*args[:pos], operand, *args[pos + 1:])

@@ -8,6 +8,7 @@ module in ``rules`` that imports torch.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from dataclasses import dataclass, field
@@ -51,14 +52,11 @@ def _torch_pointwise(key: str):
 
 
 def _torch_call(target: str, args: list):
-    """A row's torch target (``"Tensor.repeat"`` is a method of the first argument)."""
+    """A row's torch target (``"torch.any"``; ``"Tensor.repeat"`` is a method of the first argument)."""
     if target.startswith("Tensor."):
         return getattr(args[0], target.removeprefix("Tensor."))(*args[1:])
     module, _, name = target.rpartition(".")
-    fn = torch
-    for part in module.split(".")[1:]:
-        fn = getattr(fn, part)
-    return getattr(fn, name)(*args)
+    return getattr(importlib.import_module(module), name)(*args)
 
 
 class Evaluator:

@@ -14,7 +14,7 @@ from eqsat.rulelang import DTYPE, TENSOR, TLIST, Call, Clause, ListExpr, Var, un
 
 from .derived import DERIVED
 from .listpat import each_relation, pieces_relation
-from .patterns import Each, Pieces, RuleError, term_vars
+from .patterns import Pieces, RuleError, term_vars
 from .query import Query
 
 __all__ = ["RuleError", "compile_rule", "check_bound"]

@@ -66,10 +66,8 @@ def _signatures(version: int) -> dict[str, Sig]:
     their ``dsl`` name, shared constructors (``unary``, ``reduce``, …) under the constructor's name."""
     sigs: dict[str, Sig] = {}
     for op in ops.ALL_OPS:
-        if op.dsl is not None:
-            sigs[op.dsl] = Sig(op.ctor, op.args, op.sort)
-        elif op.args[:1] == (ops.STRING,) and op.category is not ops.Category.SOURCE and op.sort == TENSOR:
-            sigs.setdefault(op.ctor.lower(), Sig(op.ctor, op.args, op.sort))
+        if ops.builder_name(op) is not None:
+            sigs.setdefault(ops.builder_name(op), Sig(op.ctor, op.args, op.sort))
     return sigs
 
 

@@ -4,15 +4,13 @@ import math
 import pytest
 import torch
 
+from analysed import analysed
 from eqsat import ops
 from eqsat.cost import CostModel
-from eqsat.egraph import Budget, Session
-from eqsat.serialized import parse
-from eqsat.terms import Program, Ref, Term
+from eqsat.terms import Term
 from fx_bridge import optimize
 from fx_bridge.lower import lower
 from fx_bridge.targets import aten_name
-from rules.library import shape_rules
 
 SINH = ops.pointwise_rows("Unary", "sinh", ops.Dtype.FLOAT)  # the one row
 
@@ -62,16 +60,8 @@ def test_rewrites_raises_and_prices_like_a_builtin(sinh):
 def test_the_rows_dtype_prices_a_term_rules_create(sinh):
     """A sinh the rules create gets its dtype from the row (``Dtype.FLOAT``): float64 bytes, not the
     float32 the cost model assumes for a tensor of unknown dtype."""
-    p = Program()
-    x = p.let("$x", Term("Input", ("x",)))
-    p.set_shape(x, (8, 16))
-    p.set_dtype(x, "float64")
-    s = Session([], shape_rules())
-    s.load(p)
-    s.let("$y", Term("Unary", ("sinh", x)))  # no facts: the analysis derives them
-    s.saturate(Budget(iterations=0))
-    view = parse(s.serialize())
-    y = view.lets["$y"]
+    view, classes = analysed(y=lambda x: Term("Unary", ("sinh", x)))  # no facts: the analysis derives them
+    y = classes["y"]
     assert view.shape[y] == (8, 16) and view.dtype[y] == "float64"
     node = next(view.nodes[n] for n in view.classes[y])
     model = CostModel()

@@ -8,17 +8,15 @@ import torch
 from functorch.compile import make_boxed_func
 
 import rules
+from analysed import analysed
 from eqsat import ops
 from eqsat.cost import UNKNOWN, CostModel
-from eqsat.egraph import Budget, Session
-from eqsat.serialized import parse
-from eqsat.terms import IVec, Program, Term
+from eqsat.terms import IVec, Term
 from fx_bridge import eqsat_backend, optimize, torch_compat
 from fx_bridge.lower import lower
 from fx_bridge.pipeline import Options
 from fx_bridge.post_grad import EqsatPostGradPass
 from rules.dsl import ints, ivec, narrow, reduce, rewrite, tensor, tile
-from rules.library import shape_rules
 
 aten = torch.ops.aten
 
@@ -63,24 +61,14 @@ def test_what_the_row_does_not_say_stays_opaque(gm):
 def test_the_analysis_shapes_and_types_terms_rules_create():
     """Terms without facts (what a rewrite creates) get the row's shape and dtype: any is bool, repeat
     keeps its input's dtype and multiplies each dim by its count."""
-    p = Program()
-    x = p.let("$x", Term("Input", ("x",)))
-    p.set_shape(x, (8, 16))
-    p.set_dtype(x, "float64")
-    s = Session([], shape_rules())
-    s.load(p)
-    s.let("$any", Term("Reduce", ("any", x, IVec((1,)), 1)))
-    s.let("$any0", Term("Reduce", ("any", x, IVec((0, 1)), 0)))
-    s.let("$rep", Term("Repeat", (x, IVec((2, 3)))))
-    s.saturate(Budget(iterations=0))
-    view = parse(s.serialize())
-    shape = {k: view.shape[view.lets[k]] for k in ("$any", "$any0", "$rep")}
-    dtype = {k: view.dtype[view.lets[k]] for k in ("$any", "$any0", "$rep")}
-    assert shape == {"$any": (8, 1), "$any0": (), "$rep": (16, 48)}
-    assert dtype == {"$any": "bool", "$any0": "bool", "$rep": "float64"}
+    view, classes = analysed(any=lambda x: Term("Reduce", ("any", x, IVec((1,)), 1)),
+                             any0=lambda x: Term("Reduce", ("any", x, IVec((0, 1)), 0)),
+                             rep=lambda x: Term("Repeat", (x, IVec((2, 3)))))
+    assert {k: view.shape[c] for k, c in classes.items()} == {"any": (8, 1), "any0": (), "rep": (16, 48)}
+    assert {k: view.dtype[c] for k, c in classes.items()} == {"any": "bool", "any0": "bool", "rep": "float64"}
     model = CostModel()
-    for k, category in (("$any", ops.Category.REDUCTION), ("$rep", ops.Category.POINTWISE)):
-        node = next(view.nodes[n] for n in view.classes[view.lets[k]])
+    for k, category in (("any", ops.Category.REDUCTION), ("rep", ops.Category.POINTWISE)):
+        node = next(view.nodes[n] for n in view.classes[classes[k]])
         assert ops.CTOR_CATEGORY[node.ctor] is category
         assert 0 < model.node_cost(node, view) < UNKNOWN  # priced by its category, from its shape
 

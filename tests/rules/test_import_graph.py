@@ -25,10 +25,12 @@ def _resolve(name: str, modules: set[str]) -> str | None:
 
 
 def import_graph(packages=LAYERS) -> nx.DiGraph:
+    """Our modules, an edge for each import of another; ``g.nodes[m]["external"]``: the top-level
+    packages ``m`` imports from outside (``torch``, ``egglog``, …)."""
     files = {_module(p): p for pkg in packages for p in (ROOT / pkg).rglob("*.py")}
     modules = set(files)
     g = nx.DiGraph()
-    g.add_nodes_from(modules)
+    g.add_nodes_from((m, {"external": set()}) for m in modules)
     for mod, path in files.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -46,7 +48,13 @@ def import_graph(packages=LAYERS) -> nx.DiGraph:
                 dep = _resolve(t, modules)
                 if dep is not None and dep != mod:
                     g.add_edge(mod, dep)
+                elif dep is None and not node_is_relative(node):
+                    g.nodes[mod]["external"].add(t.split(".")[0])
     return g
+
+
+def node_is_relative(node: ast.AST) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.level > 0
 
 
 GRAPH = import_graph()
@@ -63,6 +71,12 @@ def test_layers_point_one_way():
     wrong = [(a, b) for a, b in GRAPH.edges
              if LAYERS.index(b.split(".")[0]) > LAYERS.index(a.split(".")[0])]
     assert not wrong, f"imports against the layer order eqsat ← rules ← fx_bridge ← bench: {wrong}"
+
+
+def test_only_the_checker_and_the_layers_above_touch_torch():
+    """Rows name torch callables by string: eqsat/ imports no torch, rules/ only in its checker."""
+    users = {m for m in GRAPH if "torch" in GRAPH.nodes[m]["external"] and m.split(".")[0] in ("eqsat", "rules")}
+    assert users == {"rules.checker"}
 
 
 def test_the_graph_sees_function_level_imports():

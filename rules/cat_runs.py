@@ -3,7 +3,8 @@
 each is hand-written). Written as typed clauses over cons-list cell relations built in the analysis.
 """
 from eqsat.rule import Rule
-from eqsat.rulelang import INT, IVEC, TENSOR, TLIST, TTUPLE, Function, Relation, cons, nil, rule, set_, union, variables, vec
+from eqsat.rulelang import (INT, IVEC, TENSOR, TLIST, TTUPLE, Function, Relation, cons, nil, rule, set_, union,
+                            variables, vec)
 
 from .derived import DERIVED
 from .dsl import cat, expand, narrow, permute, reshape, split, squeeze, stack, unsqueeze

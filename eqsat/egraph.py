@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from collections import Counter
@@ -23,9 +22,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import egglog.bindings as bindings
 
+from . import schema, to_egglog
 from .deadline import Deadline
 from .frozen import frozen_view
 from .rule import Rule, rule_of_tag
+from .rulelang import Clause
 from .serialized import EGraphView
 from .terms import Program, Ref
 
@@ -33,7 +34,7 @@ from .terms import Program, Ref
 for _name in ("egglog", "egglog.egraph"):
     if logging.getLogger(_name).level == logging.NOTSET:
         logging.getLogger(_name).setLevel(logging.WARNING)
-from .schema import ANALYSIS, SEED_RULE, SEED_RULESET, dtype_facts, sorts
+from .schema import ANALYSIS, SEED_RULESET
 
 
 @dataclass
@@ -63,27 +64,33 @@ class Session:
     def __init__(self, rules: Iterable[Rule], shape_rules: Iterable[Rule] = ()):
         self._eg = bindings.EGraph()
         self._analysis_sets: list[str] = []
-        self._run(sorts())
-        self.commands(dtype_facts())
+        self._run(schema.sorts())
+        self.commands(to_egglog.action(f) for f in schema.dtype_facts())
         self.rules = list(rules)
-        shape_rules = list(shape_rules)
         families = sorted({r.family for r in self.rules} | {ANALYSIS})
         for fam in families + [SEED_RULESET]:
-            self._run(f"(ruleset {fam})")
-        self._run(SEED_RULE)
-        seen_decls: set[str] = set()
-        for r in shape_rules + self.rules:
-            for d in r.decls:
-                if d not in seen_decls:
-                    seen_decls.add(d)
-                    self.command(d)
-            for cmd in r.egglog_commands():
-                try:
-                    self.command(cmd)
-                except EGraphError as e:
-                    raise EGraphError(f"rule {r.name!r} does not compile: {e}") from None
+            self._run(to_egglog.ruleset(fam))
+        self._run(to_egglog.clause(schema.SEED_RULE, SEED_RULESET, "same"))
+        seen: set[str] = set()
+        for r in list(shape_rules) + self.rules:
+            try:
+                self._load_rule(r, seen)
+            except EGraphError as e:
+                raise EGraphError(f"rule {r.name!r} does not compile: {e}") from None
         self.families = [f for f in families if f != ANALYSIS]
         self._rule_names = {r.name for r in self.rules}
+
+    def _load_rule(self, r: Rule, seen: set[str]) -> None:
+        """Declare what ``r`` needs (once per session), then its clauses in its family's ruleset, each
+        under its tag; analysis clauses get rulesets of their own (``ANALYSIS_CHUNK``)."""
+        for d in r.decls:
+            text = to_egglog.clause(d) if isinstance(d, Clause) else to_egglog.declaration(d)
+            if text not in seen:
+                seen.add(text)
+                self._command(to_egglog.clause(d, self._analysis_ruleset()) if isinstance(d, Clause) else text)
+        for c, tag in zip(r.clauses, r.tags()):
+            ruleset = self._analysis_ruleset() if r.family == ANALYSIS else r.family
+            self._command(to_egglog.clause(c, ruleset, tag))
 
     # Analysis rules each get a ruleset of their own, saturated one after another (ANALYSIS_CHUNK
     # per command: 1, so the deadline is checked between any two rules; a command costs ~0.2 ms)
@@ -93,16 +100,13 @@ class Session:
     # rules on a 1,024-way split→sigmoid→cat took 4.0 s, each rule saturated alone 0.19 s
     # (4,096 pieces: 0.77 s; before, ~9 iterations per piece over all rules, quadratic).
     ANALYSIS_CHUNK = 1
-    _ANALYSIS_TAG = re.compile(rf":ruleset {ANALYSIS}(?=[\s)])")
 
-    def _own_analysis_rulesets(self, text: str) -> str:
-        """``text`` with each analysis rule moved to a new ruleset of its own (declared here)."""
-        def fresh(_match) -> str:
-            name = f"{ANALYSIS}-{len(self._analysis_sets)}"
-            self._analysis_sets.append(name)
-            self._run(f"(ruleset {name})")
-            return f":ruleset {name}"
-        return self._ANALYSIS_TAG.sub(fresh, text)
+    def _analysis_ruleset(self) -> str:
+        """A new ruleset for one analysis clause (declared here)."""
+        name = f"{ANALYSIS}-{len(self._analysis_sets)}"  # no family can be called this (identifiers)
+        self._analysis_sets.append(name)
+        self._run(to_egglog.ruleset(name))
+        return name
 
     # -- typed input ----------------------------------------------------------------------------
     def load(self, program: Program, deadline: Deadline | None = None) -> None:
@@ -136,14 +140,12 @@ class Session:
         p.set_dtype(x, dtype)
         self.load(p)
 
-    # -- raw commands (the engine's own, and tests that probe the e-graph) ------------------------
+    # -- raw commands (the engine's own; ``_command`` is also the hook tests probe the e-graph with) ----
     def _run(self, program: str):
         return self._eg.run_program(*self._eg.parse_program(program))
 
-    def command(self, text: str):
-        """Run one egglog command (or a few short ones); analysis rules get rulesets of their own."""
-        if ":ruleset" in text:
-            text = self._own_analysis_rulesets(text)
+    def _command(self, text: str):
+        """Run one egglog command (or a few short ones), errors as ``EGraphError``."""
         try:
             return self._run(text)
         except Exception as e:  # egglog raises EggSmolError with the parse/type error

@@ -3,21 +3,27 @@
 A row says everything the rest of the code needs to know about an op:
 - its egglog constructor and argument sorts (``eqsat.schema`` generates the datatype from the rows),
 - its DSL builder name (``rules.dsl`` generates its signatures from the rows),
-- what it does to dtypes (``dtype``: the analysis facts ``KeepsDtype`` / ``KeepsIntDtype`` /
-  ``BoolResult`` are generated from it) — shapes follow from the constructor's analysis rules,
+- its shape (``shape``: a function of the constructor's arguments, written with the DSL, that
+  ``rules.shape`` compiles into the analysis rule) and dtype (``dtype``: the facts ``KeepsDtype`` /
+  ``KeepsIntDtype`` / ``BoolResult`` of keyed ops, or ``SAME`` as its first tensor operand),
 - its category (what Inductor does with it: the cost model's only input about an op),
-- its Torch-IR spellings (``spellings``: function/method names lowering reads as this op), the Torch
-  callable raising emits (``torch``) and the Aten-IR overloads it is read from (``aten_spellings``)
-  and written as (``aten``).
+- where slicing commutes with it (``slices``: ``rules.algebra`` derives narrow/split/cat rules),
+- how lowering reads it: its Torch-IR spellings (``spellings``: function/method names), the Aten-IR
+  overloads (``aten_spellings``), and how the FX call's arguments become the term's: declaratively
+  (``call``) or by a named converter of ``fx_bridge.lower`` (``lower``),
+- how raising writes it: the Torch callable (``torch``) and the Aten-IR overload (``aten``),
+- how the rule checker evaluates it: ``call`` again, or a named evaluator of ``rules.checker``
+  (``evaluate``).
 The engine never imports torch: targets are qualified names (``"torch.narrow"``, ``"Tensor.expand"``,
-``"mm.default"``) that ``fx_bridge.targets`` resolves. Adding a pointwise op is one row in
-``UNARY`` / ``BINARY`` / ``TERNARY`` (see ``docs/architecture.md``); ``register`` adds one at runtime.
+``"mm.default"``) that ``fx_bridge.targets`` resolves, and the torch-side tables (``fx_bridge.lower``'s
+handlers, ``fx_bridge.aten_spelling``, the checker's evaluators) are derived from the rows there.
+Adding an op is one row (see ``docs/architecture.md``); ``register`` adds one at runtime.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 TENSOR, TTUPLE, TLIST, INT, IVEC, STRING = "Tensor", "TTuple", "TList", "i64", "IVec", "String"
 
@@ -34,11 +40,31 @@ class Category(str, Enum):
 
 
 class Dtype(str, Enum):
-    """What a pointwise op does to its operands' dtype (the analysis derives dtypes from it)."""
+    """What an op does to its operands' dtype (the analysis derives dtypes from it)."""
 
-    FLOAT = "float"  # keeps a floating dtype (an integer input may promote: exp, sigmoid, …)
-    ANY = "any"      # keeps every non-bool dtype, integers included (relu, add, …)
-    BOOL = "bool"    # always bool (comparisons, isnan, …)
+    FLOAT = "float"  # keyed ops: keeps a floating dtype (an integer input may promote: exp, sigmoid, …)
+    ANY = "any"      # keyed ops: keeps every non-bool dtype, integers included (relu, add, …)
+    BOOL = "bool"    # keyed ops: always bool (comparisons, isnan, any, …)
+    SAME = "same"    # the dtype of its first tensor operand, whatever it is (views, copies, matmuls)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of an op's torch call, in the term's order: read by position or by ``name``.
+    ``kind`` says how lowering reads it, and what the checker samples for it: ``tensor``, or
+    ``sizes``: one count ≥ 1 per dim of the first tensor (``x.repeat(2, 3)``, ``x.repeat((2, 3))``)."""
+
+    name: str
+    kind: str = "tensor"
+
+
+# A shape function: (k, *constructor args) → the result's shape, or [(guards, shape), …] cases; ``k``
+# is the DSL (``rules.dsl``, which the engine cannot import): ``lambda k, x, d: k.insert(x.shape, d, 1)``.
+# A tuple-valued op's function also takes the piece index: ``Get(op(args…), i)`` has that shape.
+ShapeFn = Callable[..., Any]
+# Where slicing commutes with an op: (k, *constructor args, d) → [(case, guards, input dim), …]: slicing
+# the op's result along d is the op of its first tensor operand sliced along the input dim.
+SlicesFn = Callable[..., list]
 
 
 @dataclass(frozen=True)
@@ -59,6 +85,13 @@ class Op:
     aten: str | None = None                # Aten-IR overload raising emits ("packet.overload")
     spellings: tuple[str, ...] = ()        # more Torch-IR names lowering reads as this op
     aten_spellings: tuple[str, ...] = ()   # Aten-IR overloads lowering reads as this op
+    call: tuple[Arg, ...] = ()             # the torch call's arguments in term order (declarative)
+    lower: str | None = None               # else: the fx_bridge.lower converter of its spellings
+    evaluate: str | None = None            # else: the rules.checker evaluator of its constructor
+    shape: ShapeFn | None = None           # the shape analysis (shared by the rows of a constructor)
+    slices: SlicesFn | None = None         # narrow/split commute with it there (rules.algebra)
+    concat: bool = False                   # and cat does (its results agree in shape where its inputs do)
+    one_dim: bool = False                  # a reduction over one int dim (prod)
 
     @property
     def arity(self) -> int:
@@ -66,14 +99,91 @@ class Op:
         return sum(1 for a in self.args if a == TENSOR)
 
 
+# -- shape functions (written with the DSL ``k``; ranks 0–6 unrolled where a shape is per entry) -------
+MAX_RANK = 6
+_RANKS = range(MAX_RANK + 1)
+
+
+def _broadcast(k, *operands):
+    """NumPy broadcasting of (tensor, rank) operands, entry by entry (missing leading dims are 1)."""
+    out = max(r for _, r in operands)
+    entries = []
+    for j in range(out):
+        vals = [x.shape[j - (out - r)] if j >= out - r else 1 for x, r in operands]
+        entry = vals[0]
+        for v in vals[1:]:
+            entry = k.imax(entry, v)
+        entries.append(entry)
+    return k.vec(*entries)
+
+
+def _binary_shape(k, f, x, y):
+    return [([x.ndim == a, y.ndim == b], _broadcast(k, (x, a), (y, b))) for a in _RANKS for b in _RANKS
+            if max(a, b) > 0] + [([x.ndim == 0, y.ndim == 0], k.vec())]
+
+
+def _ternary_shape(k, f, c, x, y):
+    return [([c.ndim == r, x.ndim == r, y.ndim == r], _broadcast(k, (c, r), (x, r), (y, r)))
+            for r in range(1, MAX_RANK + 1)] + [([x.shape == c.shape, y.shape == c.shape], c.shape)]
+
+
+def _permute_shape(k, x, p):
+    return [([p.len() == n], k.vec(*(x.shape[p[i]] for i in range(n)))) for n in range(1, MAX_RANK + 1)]
+
+
+def _pad_shape(k, x, p):
+    """Zero padding of the last m dims of a rank-r tensor (pads last dim first, as torch)."""
+    def entry(r, m, j):
+        back = r - 1 - j
+        return x.shape[j] + (p[2 * back] + p[2 * back + 1]) if back < m else x.shape[j]
+    return [([x.ndim == r, p.len() == 2 * m], k.vec(*(entry(r, m, j) for j in range(r))))
+            for r in range(1, MAX_RANK + 1) for m in range(1, r + 1)]
+
+
+def _repeat_shape(k, x, r):
+    return [([x.ndim == n, r.len() == n], k.vec(*(x.shape[j] * r[j] for j in range(n)))) for n in range(1, MAX_RANK + 1)]
+
+
+def _list_head(k, l):
+    """The guard that binds ``h``, the first tensor of list ``l``."""
+    h = k.Var("h", k.TENSOR)
+    return h, l == k.cons(h, k.Var("r", k.TLIST))
+
+
+def _cat_shape(k, l, d):
+    h, first = _list_head(k, l)
+    return [([first], h.shape.set(d, k.cat_extent(l, d)))]
+
+
+def _stack_shape(k, l, d):
+    h, first = _list_head(k, l)
+    return [([first], k.insert(h.shape, d, k.list_len(l)))]
+
+
+def _matmul_shape(k, a, b):
+    """ND·2D, or equal-rank batched."""
+    return [([a.ndim >= 2, b.ndim == 2], a.shape.set(a.ndim - 1, b.shape[1])),
+            ([a.ndim > 2, a.ndim == b.ndim], a.shape.set(a.ndim - 1, b.shape[b.ndim - 1]))]
+
+
+def _reduce_slices(k, f, x, dims, keep, d):
+    """A reduction over one dim commutes with slicing another: keepdim keeps the dims where they are,
+    otherwise a dim after the reduced one is the next one of the input."""
+    one = dims.len() == 1
+    return [("keepdim", [one, keep == 1, dims[0] != d], d), ("before", [one, keep == 0, d < dims[0]], d),
+            ("after", [one, keep == 0, d >= dims[0]], d + 1)]
+
+
 _KEYED = {"Unary": (STRING, TENSOR), "Binary": (STRING, TENSOR, TENSOR),
           "Ternary": (STRING, TENSOR, TENSOR, TENSOR)}
+_KEYED_SHAPE = {"Unary": lambda k, f, x: x.shape, "Binary": _binary_shape, "Ternary": _ternary_shape}
 KEYED_POINTWISE = frozenset(_KEYED)  # constructors keyed by a pointwise op; pad has its own
 
 
 def pointwise_rows(ctor: str, names: str, dtype: Dtype | None = None) -> list[Op]:
     """Rows of pointwise ops sharing constructor ``ctor`` (``Unary``, ``Binary``, ``Ternary``)."""
-    return [Op(n, ctor, Category.POINTWISE, _KEYED[ctor], dtype=dtype) for n in names.split()]
+    return [Op(n, ctor, Category.POINTWISE, _KEYED[ctor], dtype=dtype, shape=_KEYED_SHAPE[ctor],
+               evaluate=ctor.lower()) for n in names.split()]
 
 
 def _with(rows: list[Op], **per_name: dict) -> list[Op]:
@@ -109,6 +219,7 @@ UNARY = _with(
                                " softplus relu6 logit sgn frac", F)
     + pointwise_rows("Unary", "to_dtype"),
     params=PARAMS, spellings={"to_dtype": tuple(_DTYPE_CASTS)}, aten_spellings={"to_dtype": ("_to_copy.default",)},
+    lower={"to_dtype": "to_dtype"},
 )
 BINARY = _with(
     pointwise_rows("Binary", "add sub mul", A) + pointwise_rows("Binary", "div pow", F)
@@ -123,20 +234,26 @@ TERNARY = _with(pointwise_rows("Ternary", "where", A) + pointwise_rows("Ternary"
                 params=PARAMS)
 
 _REDUCE_ARGS = (STRING, TENSOR, IVEC, INT)  # key, input, sorted dims, keepdim
+
+
+def reduction(name: str, aten: str, aten_spellings: tuple[str, ...], dtype: Dtype = Dtype.FLOAT,
+              one_dim: bool = False) -> Op:
+    """A row of ``Reduce``: lowered, shaped, sliced, evaluated and raised like every reduction."""
+    return Op(name, "Reduce", Category.REDUCTION, _REDUCE_ARGS, dtype=dtype, torch=f"torch.{name}", aten=aten,
+              aten_spellings=aten_spellings, lower="reduce", evaluate="reduce", one_dim=one_dim,
+              shape=lambda k, f, x, dims, keep: k.reduced(x.shape, dims, keep), slices=_reduce_slices)
+
+
 REDUCTIONS = [
-    Op("sum", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.sum", aten="sum.dim_IntList",
-       aten_spellings=("sum.dim_IntList", "sum.default")),
-    Op("mean", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.mean", aten="mean.dim",
-       aten_spellings=("mean.dim", "mean.default")),
-    Op("amax", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.amax", aten="amax.default",
-       aten_spellings=("amax.default",)),
-    Op("amin", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.amin", aten="amin.default",
-       aten_spellings=("amin.default",)),
-    Op("prod", "Reduce", Category.REDUCTION, _REDUCE_ARGS, torch="torch.prod", aten="prod.dim_int",
-       aten_spellings=("prod.dim_int",)),
+    reduction("sum", "sum.dim_IntList", ("sum.dim_IntList", "sum.default")),
+    reduction("mean", "mean.dim", ("mean.dim", "mean.default")),
+    reduction("amax", "amax.default", ("amax.default",)),
+    reduction("amin", "amin.default", ("amin.default",)),
+    reduction("prod", "prod.dim_int", ("prod.dim_int",), one_dim=True),
+    reduction("any", "any.dims", ("any.dims", "any.dim", "any.default"), dtype=Dtype.BOOL),
 ]
 
-T = TENSOR
+T, SAME = TENSOR, Dtype.SAME
 # The other constructors, in the order the egglog datatype declares them.
 STRUCTURAL = [
     Op("input", "Input", Category.SOURCE, (STRING,)),
@@ -144,50 +261,70 @@ STRUCTURAL = [
     Op("scalar", "Scalar", Category.SOURCE, (STRING,)),
     Op("none", "NoneT", Category.SOURCE),
 ] + UNARY + BINARY + TERNARY + REDUCTIONS + [
-    Op("softmax", "Softmax", Category.NORM, (STRING, T, INT), torch="torch.softmax", aten="_softmax.default",
-       aten_spellings=("_softmax.default",)),
-    Op("log_softmax", "Softmax", Category.NORM, (STRING, T, INT), torch="torch.log_softmax",
-       aten="_log_softmax.default", aten_spellings=("_log_softmax.default",)),
-    Op("layer_norm", "LayerNorm", Category.NORM, (T, IVEC, T, T, STRING), torch="torch.nn.functional.layer_norm",
-       aten="native_layer_norm.default"),
-    Op("linear", "Linear", Category.MATMUL, (T, T, T), dsl="linear", torch="torch.nn.functional.linear"),
-    Op("mm", "Mm", Category.MATMUL, (T, T), dsl="mm", torch="torch.mm", aten="mm.default",
-       aten_spellings=("mm.default",)),
-    Op("bmm", "Bmm", Category.MATMUL, (T, T), dsl="bmm", torch="torch.bmm", aten="bmm.default",
-       aten_spellings=("bmm.default",)),
-    Op("matmul", "Matmul", Category.MATMUL, (T, T), dsl="matmul", torch="torch.matmul"),
-    Op("addmm", "Addmm", Category.MATMUL, (T, T, T), dsl="addmm", torch="torch.addmm", aten="addmm.default",
-       aten_spellings=("addmm.default",)),
-    Op("baddbmm", "Baddbmm", Category.MATMUL, (T, T, T), dsl="baddbmm", torch="torch.baddbmm",
-       aten="baddbmm.default", aten_spellings=("baddbmm.default",)),
-    Op("narrow", "Narrow", Category.VIEW, (T, INT, INT, INT), dsl="narrow", torch="torch.narrow",
-       aten="slice.Tensor", spellings=("select",),
-       aten_spellings=("narrow.default", "slice.Tensor", "select.int")),
-    Op("view", "View", Category.VIEW, (T, IVEC), dsl="reshape", torch="torch.reshape", aten="reshape.default",
+    Op("softmax", "Softmax", Category.NORM, (STRING, T, INT), dtype=SAME, torch="torch.softmax", aten="_softmax.default",
+       aten_spellings=("_softmax.default",), lower="softmax", evaluate="softmax", shape=lambda k, f, x, d: x.shape),
+    Op("log_softmax", "Softmax", Category.NORM, (STRING, T, INT), dtype=SAME, torch="torch.log_softmax",
+       aten="_log_softmax.default", aten_spellings=("_log_softmax.default",), lower="softmax", evaluate="softmax",
+       shape=lambda k, f, x, d: x.shape),
+    Op("layer_norm", "LayerNorm", Category.NORM, (T, IVEC, T, T, STRING), dtype=SAME,
+       torch="torch.nn.functional.layer_norm", aten="native_layer_norm.default", lower="layer_norm",
+       shape=lambda k, x, n, w, b, eps: x.shape),
+    Op("linear", "Linear", Category.MATMUL, (T, T, T), dsl="linear", dtype=SAME, torch="torch.nn.functional.linear",
+       lower="matmul", evaluate="linear", shape=lambda k, x, w, b: x.shape.set(x.ndim - 1, w.shape[0])),
+    Op("mm", "Mm", Category.MATMUL, (T, T), dsl="mm", dtype=SAME, torch="torch.mm", aten="mm.default",
+       aten_spellings=("mm.default",), lower="matmul", evaluate="mm", shape=lambda k, a, b: k.vec(a.shape[0], b.shape[1])),
+    Op("bmm", "Bmm", Category.MATMUL, (T, T), dsl="bmm", dtype=SAME, torch="torch.bmm", aten="bmm.default",
+       aten_spellings=("bmm.default",), lower="matmul", evaluate="bmm",
+       shape=lambda k, a, b: k.vec(a.shape[0], a.shape[1], b.shape[2])),
+    Op("matmul", "Matmul", Category.MATMUL, (T, T), dsl="matmul", dtype=SAME, torch="torch.matmul", lower="matmul",
+       shape=_matmul_shape),
+    Op("addmm", "Addmm", Category.MATMUL, (T, T, T), dsl="addmm", dtype=SAME, torch="torch.addmm", aten="addmm.default",
+       aten_spellings=("addmm.default",), lower="matmul", evaluate="addmm",
+       shape=lambda k, c, a, b: k.vec(a.shape[0], b.shape[1])),
+    Op("baddbmm", "Baddbmm", Category.MATMUL, (T, T, T), dsl="baddbmm", dtype=SAME, torch="torch.baddbmm",
+       aten="baddbmm.default", aten_spellings=("baddbmm.default",), lower="matmul",
+       shape=lambda k, c, a, b: k.vec(a.shape[0], a.shape[1], b.shape[2])),
+    Op("narrow", "Narrow", Category.VIEW, (T, INT, INT, INT), dsl="narrow", dtype=SAME, torch="torch.narrow",
+       aten="slice.Tensor", spellings=("select",), aten_spellings=("narrow.default", "slice.Tensor", "select.int"),
+       lower="narrow", evaluate="narrow", shape=lambda k, x, d, start, n: x.shape.set(d, n)),
+    Op("view", "View", Category.VIEW, (T, IVEC), dsl="reshape", dtype=SAME, torch="torch.reshape", aten="reshape.default",
        spellings=("reshape", "flatten", "unflatten", "view_as"),
-       aten_spellings=("view.default", "_unsafe_view.default", "reshape.default")),
-    Op("permute", "Permute", Category.VIEW, (T, IVEC), dsl="permute", torch="torch.permute",
+       aten_spellings=("view.default", "_unsafe_view.default", "reshape.default"), lower="view", evaluate="view",
+       shape=lambda k, x, s: s),
+    Op("permute", "Permute", Category.VIEW, (T, IVEC), dsl="permute", dtype=SAME, torch="torch.permute",
        aten="permute.default", spellings=("transpose", "t", "movedim"),
-       aten_spellings=("permute.default", "t.default", "transpose.int")),
-    Op("expand", "Expand", Category.VIEW, (T, IVEC), dsl="expand", torch="Tensor.expand", aten="expand.default",
-       spellings=("expand_as", "broadcast_to"), aten_spellings=("expand.default",)),
-    Op("unsqueeze", "Unsqueeze", Category.VIEW, (T, INT), dsl="unsqueeze", torch="torch.unsqueeze",
-       aten="unsqueeze.default", aten_spellings=("unsqueeze.default",)),
-    Op("squeeze", "Squeeze", Category.VIEW, (T, INT), dsl="squeeze", torch="torch.squeeze", aten="squeeze.dim",
-       aten_spellings=("squeeze.dim", "squeeze.dims", "squeeze.default")),
-    Op("contiguous", "Contiguous", Category.COPY, (T,), dsl="contiguous", torch="Tensor.contiguous",
-       aten="clone.default", spellings=("clone",), aten_spellings=("clone.default",)),
+       aten_spellings=("permute.default", "t.default", "transpose.int"), lower="permute", evaluate="permute",
+       shape=_permute_shape),
+    Op("expand", "Expand", Category.VIEW, (T, IVEC), dsl="expand", dtype=SAME, torch="Tensor.expand",
+       aten="expand.default", spellings=("expand_as", "broadcast_to"), aten_spellings=("expand.default",),
+       lower="expand", evaluate="expand", shape=lambda k, x, s: s),
+    Op("unsqueeze", "Unsqueeze", Category.VIEW, (T, INT), dsl="unsqueeze", dtype=SAME, torch="torch.unsqueeze",
+       aten="unsqueeze.default", aten_spellings=("unsqueeze.default",), lower="unsqueeze", evaluate="unsqueeze",
+       shape=lambda k, x, d: k.insert(x.shape, d, 1)),
+    Op("squeeze", "Squeeze", Category.VIEW, (T, INT), dsl="squeeze", dtype=SAME, torch="torch.squeeze",
+       aten="squeeze.dim", aten_spellings=("squeeze.dim", "squeeze.dims", "squeeze.default"), lower="squeeze",
+       evaluate="squeeze", shape=lambda k, x, d: [([x.shape[d] == 1], x.shape.remove(d))]),
+    Op("contiguous", "Contiguous", Category.COPY, (T,), dsl="contiguous", dtype=SAME, torch="Tensor.contiguous",
+       aten="clone.default", spellings=("clone",), aten_spellings=("clone.default",), lower="copy",
+       evaluate="contiguous", shape=lambda k, x: x.shape),
     # zero padding, pads in torch's order (last dim first); Inductor lowers it as a pointwise op
-    Op("pad", "Pad", Category.POINTWISE, (T, IVEC), torch="torch.constant_pad_nd", aten="constant_pad_nd.default",
-       spellings=("constant_pad_nd",), aten_spellings=("constant_pad_nd.default",)),
-    Op("cat", "Cat", Category.COPY, (TLIST, INT), dsl="cat", torch="torch.cat", aten="cat.default",
-       aten_spellings=("cat.default",)),
-    Op("stack", "Stack", Category.COPY, (TLIST, INT), dsl="stack", torch="torch.stack",
-       aten_spellings=("stack.default",)),
-    Op("getitem", "Get", Category.VIEW, (TTUPLE, INT)),
-    Op("split", "Split", Category.VIEW, (T, IVEC, INT), TTUPLE, dsl="split", torch="torch.split",
+    Op("pad", "Pad", Category.POINTWISE, (T, IVEC), dtype=SAME, torch="torch.constant_pad_nd",
+       aten="constant_pad_nd.default", spellings=("constant_pad_nd",), aten_spellings=("constant_pad_nd.default",),
+       lower="pad", shape=_pad_shape),
+    # x.repeat(r) with one count per dim: Inductor lowers it as a pointwise op reading x modulo its sizes
+    Op("repeat", "Repeat", Category.POINTWISE, (T, IVEC), dsl="tile", dtype=SAME, torch="Tensor.repeat",
+       aten="repeat.default", spellings=("tile",), aten_spellings=("repeat.default",),
+       call=(Arg("self"), Arg("repeats", "sizes")), shape=_repeat_shape,
+       slices=lambda k, x, r, d: [("", [r[d] == 1], d)], concat=True),
+    Op("cat", "Cat", Category.COPY, (TLIST, INT), dsl="cat", dtype=SAME, torch="torch.cat", aten="cat.default",
+       aten_spellings=("cat.default",), lower="cat", evaluate="cat", shape=_cat_shape),
+    Op("stack", "Stack", Category.COPY, (TLIST, INT), dsl="stack", dtype=SAME, torch="torch.stack",
+       aten_spellings=("stack.default",), lower="cat", evaluate="stack", shape=_stack_shape),
+    Op("getitem", "Get", Category.VIEW, (TTUPLE, INT), lower="getitem", evaluate="get"),
+    Op("split", "Split", Category.VIEW, (T, IVEC, INT), TTUPLE, dsl="split", dtype=SAME, torch="torch.split",
        aten="split_with_sizes.default", spellings=("split_with_sizes", "chunk", "unbind"),
-       aten_spellings=("split.Tensor", "split_with_sizes.default", "unbind.int", "chunk.default")),
+       aten_spellings=("split.Tensor", "split_with_sizes.default", "unbind.int", "chunk.default"), lower="split",
+       evaluate="split", shape=lambda k, x, sizes, d, i: x.shape.set(d, sizes[i])),
     Op("opaque", "Opaque", Category.OPAQUE, (STRING, TLIST), TTUPLE),
     Op("nil", "TNil", Category.SOURCE, (), TLIST),
     Op("cons", "TCons", Category.SOURCE, (T, TLIST), TLIST),
@@ -258,6 +395,7 @@ ALL_OPS: list[Op] = list(STRUCTURAL)
 # -- derived tables (rebuilt by ``register``) -----------------------------------------------------------
 BY_NAME: dict[str, Op] = {}
 CTOR_CATEGORY: dict[str, Category] = {}   # constructor → category, for the cost model and extraction
+CTOR_SORT: dict[str, str] = {}            # constructor → the sort of its terms
 _version = 0
 
 
@@ -265,9 +403,11 @@ def _rebuild() -> None:
     global _version
     BY_NAME.clear()
     CTOR_CATEGORY.clear()
+    CTOR_SORT.clear()
     for op in ALL_OPS:
         BY_NAME.setdefault(op.name, op)
         CTOR_CATEGORY.setdefault(op.ctor, op.category)
+        CTOR_SORT.setdefault(op.ctor, op.sort)
     _version += 1
 
 
@@ -308,6 +448,16 @@ def pointwise_arity(name: str) -> int | None:
     """Operands of pointwise op ``name``, or None when it is no pointwise op spelled by key."""
     op = BY_NAME.get(name)
     return op.arity if op is not None and op.category is Category.POINTWISE and op.ctor in KEYED_POINTWISE else None
+
+
+def builder_name(op: Op) -> str | None:
+    """The DSL builder of a row's constructor: its ``dsl`` name, or a keyed constructor's name in lower
+    case (``unary``, ``reduce``); None for sources, lists and tuples read with ``Get``."""
+    if op.dsl is not None:
+        return op.dsl
+    if op.args[:1] == (STRING,) and op.category is not Category.SOURCE and op.sort == TENSOR:
+        return op.ctor.lower()
+    return None
 
 
 def keeps_dtype(name: str) -> bool:

@@ -1,4 +1,4 @@
-"""The tensor term language as an egglog program: sorts, constructors and analysis tables.
+"""The tensor term language as egglog declarations: sorts, constructors and analysis tables.
 
 Tensors are one sort; multi-output ops build a ``TTuple`` read back with ``Get``; variadic tensor
 arguments are cons lists (``TList``) so rules over "all pieces of a split" join on ordinary tables
@@ -6,13 +6,13 @@ instead of indexing into vectors. Static int lists (sizes, shapes, permutations)
 Pointwise ops are one constructor per arity taking the op key as a string, so a rule about "every
 pointwise op" is written once. Every dim is non-negative: lowering normalises them.
 
-The constructors and the dtype facts are generated from the op registry (``eqsat.ops``).
+The constructors and the dtype facts are generated from the op registry (``eqsat.ops``); the tables
+are typed declarations (``eqsat.rulelang``) that ``eqsat.to_egglog`` prints.
 """
 from __future__ import annotations
 
-import json
-
-from . import ops
+from . import ops, to_egglog
+from .rulelang import DTYPE, IVEC, STR, TENSOR, Clause, Function, Lit, Relation, Var, union
 
 # Constructors whose e-nodes are tensor programs (the rest of the serialized e-graph is analysis).
 TERM_SORTS = (ops.TENSOR, ops.TTUPLE, ops.TLIST)
@@ -27,36 +27,41 @@ NAME_CTORS = {"Name": ops.TENSOR, "NameTuple": ops.TTUPLE, "NameList": ops.TLIST
 # relations), which always runs to a fixpoint. Rules that add analysis commands name it from here.
 ANALYSIS = "analysis"
 
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+# The analysis tables: shapes and dtypes (seeded by lowering, derived for new terms), parameters,
+# the pairs horizontal fusion inserts, and the dtype facts of op keys.
+SHAPE = Function("shape", (TENSOR,), IVEC)
+DTYPE_OF = Function("dtype", (TENSOR,), DTYPE)
+IsParam = Relation("IsParam", (TENSOR,))
+Same = Relation("Same", (TENSOR, TENSOR))
+KeepsDtype = Relation("KeepsDtype", (STR,))
+KeepsIntDtype = Relation("KeepsIntDtype", (STR,))
+BoolResult = Relation("BoolResult", (STR,))
+FloatDtype = Relation("FloatDtype", (STR,))
+TABLES = (SHAPE, DTYPE_OF, IsParam, Same, KeepsDtype, KeepsIntDtype, BoolResult, FloatDtype)
+
 # Equalities inserted from Python (horizontal fusion groups) are ``Same`` rows, unioned by one rule in
 # one run: a top-level ``union`` per pair rebuilds the whole e-graph each time (4 s for 700 pairs).
 SEED_RULESET = "seed"
-SEED_RULE = f'(rule ((Same a b)) ((union a b)) :ruleset {SEED_RULESET} :name "same")'
-
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
-
-ANALYSIS_TABLES = """
-(function shape (Tensor) IVec :merge old)
-(function dtype (Tensor) String :merge old)
-(relation IsParam (Tensor))
-(relation Same (Tensor Tensor))
-(relation KeepsDtype (String))
-(relation KeepsIntDtype (String))
-(relation BoolResult (String))
-(relation FloatDtype (String))
-"""
+_a, _b = Var("a", TENSOR), Var("b", TENSOR)
+SEED_RULE = Clause((Same(_a, _b),), (union(_a, _b),))
 
 
 def sorts() -> str:
-    """The ``datatype*`` declaration of every constructor in the registry, then the analysis tables."""
-    by_sort: dict[str, list[str]] = {s: [] for s in TERM_SORTS}
-    for ctor, (args, sort) in ops.constructors().items():
-        by_sort[sort].append(f"({ctor}{''.join(' ' + a for a in args)})")
-    body = "\n".join(f"  ({sort}\n" + "\n".join(f"    {c}" for c in cs) + ")" for sort, cs in by_sort.items())
-    names = "\n".join(f"(function {f} (String) {sort} :merge old)" for f, sort in NAME_CTORS.items())
-    return f"(sort IVec (Vec i64))\n(datatype*\n{body})\n{names}\n{ANALYSIS_TABLES}"
+    """The egglog declarations of the term language: constructors, name functions, analysis tables."""
+    names = [Function(f, (STR,), sort) for f, sort in NAME_CTORS.items()]
+    return "\n".join([to_egglog.datatype(ops.constructors(), TERM_SORTS)]
+                     + [to_egglog.declaration(d) for d in names + list(TABLES)])
 
 
-def dtype_facts() -> list[str]:
-    """The dtype facts the analysis rules read: which op keys keep / set which dtypes."""
-    facts = [f"({rel} {json.dumps(k)})" for rel, keys in ops.dtype_facts().items() for k in keys]
-    return facts + [f"(FloatDtype {json.dumps(d)})" for d in FLOAT_DTYPES]
+def declared_names() -> set[str]:
+    """Names the schema declares in egglog: constructors, name functions and tables."""
+    return set(ops.constructors()) | set(NAME_CTORS) | {d.name for d in TABLES}
+
+
+def dtype_facts() -> list:
+    """The dtype facts the analysis rules read: which op keys keep / set which dtypes (rows to add)."""
+    table = {"KeepsDtype": KeepsDtype, "KeepsIntDtype": KeepsIntDtype, "BoolResult": BoolResult}
+    facts = [table[rel](Lit(k, STR)) for rel, keys in ops.dtype_facts().items() for k in keys]
+    return facts + [FloatDtype(Lit(d, STR)) for d in FLOAT_DTYPES]

@@ -17,7 +17,6 @@ from . import ops
 from .schema import NAME_CTORS
 
 _NAME_OF_SORT = {sort: ctor for ctor, sort in NAME_CTORS.items()}
-_SORT_OF_CTOR = {ctor: sort for ctor, (_, sort) in ops.constructors().items()}
 
 
 @dataclass(frozen=True)
@@ -149,7 +148,7 @@ def sort_of(x: Any, sorts: Mapping[str, str] | None = None) -> str:
     if isinstance(x, TList):
         return ops.TLIST
     if isinstance(x, Term):
-        return _SORT_OF_CTOR[x.ctor]
+        return ops.CTOR_SORT[x.ctor]  # a row registered at runtime included
     raise TypeError(f"{x!r} is not a term")
 
 

@@ -8,6 +8,7 @@ composite ops Inductor has already decomposed before post-grad passes, no rule c
 """
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, Callable
 
@@ -63,19 +64,11 @@ def _rsub(r, x, y, alpha=1) -> torch.fx.Node:
     return r.call(aten.add.Tensor, r.call(aten.mul.Tensor, x, -alpha), y)
 
 
-_REDUCE = {
-    "sum": lambda x, dims, keep: (aten.sum.dim_IntList, (x, list(dims), keep)),
-    "mean": lambda x, dims, keep: (aten.mean.dim, (x, list(dims), keep)),
-    "amax": lambda x, dims, keep: (aten.amax.default, (x, list(dims), keep)),
-    "amin": lambda x, dims, keep: (aten.amin.default, (x, list(dims), keep)),
-    "prod": lambda x, dims, keep: (aten.prod.dim_int, (x, dims[0], keep)),
-}
-
-
 def _reduce(r, a: list) -> torch.fx.Node:
+    """A reduction row's ``aten`` overload: (input, dims — one int for ``one_dim`` rows —, keepdim)."""
     name, attrs = r.low.keys.decode(a[0])
-    target, args = _REDUCE[name](a[1], a[2], bool(a[3]))
-    return r.call(target, *args, **attrs)
+    row = ops.BY_NAME[name]
+    return r.call(aten_overload(row.aten), a[1], a[2][0] if row.one_dim else list(a[2]), bool(a[3]), **attrs)
 
 
 def _stack(r, a: list) -> torch.fx.Node:
@@ -108,8 +101,8 @@ _WRITTEN_OUT: dict[str, Callable[[Any, list], Any]] = {
 }
 
 
-def _spelling() -> dict[str, Callable[[Any, list], Any]]:
-    """Constructor → how raising writes it in Aten-IR (pointwise ops: ``pointwise``)."""
+@functools.lru_cache(maxsize=4)
+def _spelling(version: int) -> dict[str, Callable[[Any, list], Any]]:
     out: dict[str, Callable[[Any, list], Any]] = {}
     for op in ops.ALL_OPS:
         if op.category in (ops.Category.SOURCE, ops.Category.OPAQUE) or op.ctor in ops.KEYED_POINTWISE or op.ctor == "Get":
@@ -118,4 +111,6 @@ def _spelling() -> dict[str, Callable[[Any, list], Any]]:
     return out
 
 
-SPELLING = _spelling()
+def spelling() -> dict[str, Callable[[Any, list], Any]]:
+    """Constructor → how raising writes it in Aten-IR (pointwise ops: ``pointwise``), from the rows."""
+    return _spelling(ops.version())

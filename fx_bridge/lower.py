@@ -10,6 +10,7 @@ depends on data (an unbacked symbol) is lowered as opaque, and so is every op th
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -348,7 +349,7 @@ class _Lowerer:
         if n in self.pinned or n in self.input_writes:
             return self.opaque(n, args, kwargs)
         if name is not None and not self.is_random(n, name):
-            handler = HANDLERS.get(name)
+            handler = handlers().get(name)
             if handler is None and ops.pointwise_arity(name) is not None:
                 handler = _lower_pointwise
             if handler is not None:
@@ -792,12 +793,13 @@ def _reduce(lw, n, name, args, kwargs):
     extra = {k: v for k, v in kwargs.items() if k not in ("dim", "keepdim", "input")}
     if len(args) > 3 or isinstance(dims, (torch.dtype,)) or any(isinstance(v, Ref) for v in extra.values()):
         return NotImplemented
+    one_dim = ops.BY_NAME[name].one_dim  # prod: one int dim, or all of them (kept opaque)
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
-        if name in ("prod",) and dims is not None:
+        if one_dim and dims is not None:
             return NotImplemented
         dims = list(range(rank))
     dims = [dims] if isinstance(dims, int) else list(dims)
-    if name == "prod" and (len(dims) != 1 or _arg(args, kwargs, 1, "dim", None) is None):
+    if one_dim and (len(dims) != 1 or _arg(args, kwargs, 1, "dim", None) is None):
         return NotImplemented
     dims = sorted({_norm_dim(d, rank) for d in dims}) if rank else []
     return lw.emit(Term("Reduce", (lw.out.keys.key(name, extra), x, IVec(tuple(dims)), int(bool(keepdim)))))
@@ -856,44 +858,87 @@ def _layer_norm(lw, n, name, args, kwargs):
     return lw.emit(Term("LayerNorm", (x, IVec(lw.sizes_of(shape)), w, b, repr(float(eps)))))
 
 
-def _matmul_like(ctor: str, arity: int):
-    def handler(lw, n, name, args, kwargs):
-        xs = list(args[:arity])
-        if ctor == "Linear":
-            xs = [args[0], _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")]
-            xs[2] = xs[2] if xs[2] is not None else lw.none()
-        elif kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1 or len(args) > arity:
-            return NotImplemented
-        if len(xs) != arity or not all(isinstance(x, Ref) for x in xs):
-            return NotImplemented
-        return lw.emit(Term(ctor, tuple(xs)))
+def _matmul_like(lw, n, name, args, kwargs):
+    """A matmul-like row's tensor operands in order (linear's bias may be None); scaled forms stay opaque."""
+    row = ops.BY_NAME[name]
+    arity = row.args.count(ops.TENSOR)
+    xs = list(args[:arity])
+    if row.ctor == "Linear":
+        xs = [args[0], _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")]
+        xs[2] = xs[2] if xs[2] is not None else lw.none()
+    elif kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1 or len(args) > arity:
+        return NotImplemented
+    if len(xs) != arity or not all(isinstance(x, Ref) for x in xs):
+        return NotImplemented
+    return lw.emit(Term(row.ctor, tuple(xs)))
 
-    return handler
+
+def _from_call(row: ops.Op, lw, n, name, args, kwargs):
+    """A row's declarative call (``Op.call``): each term argument read by position or name, as its kind
+    says; anything else (unknown keywords, extra or symbolic arguments) leaves the node opaque."""
+    if set(kwargs) - {a.name for a in row.call} or (len(args) > len(row.call) and row.call[-1].kind != "sizes"):
+        return NotImplemented
+    out: list = []
+    for pos, spec in enumerate(row.call):
+        varargs = spec.kind == "sizes" and pos == len(row.call) - 1 and len(args) > pos
+        v = _varargs(args, pos) if varargs else _arg(args, kwargs, pos, spec.name)
+        if spec.kind == "tensor" and not isinstance(v, Ref):
+            return NotImplemented
+        if spec.kind == "sizes":
+            if not isinstance(v, (list, tuple)) or len(v) != len(lw.shape(out[0])) or not all(
+                    type(c) is int and c >= 1 for c in v):
+                return NotImplemented
+            v = IVec(tuple(v))
+        out.append(v)
+    return lw.emit(Term(row.ctor, tuple(out)))
 
 
 def _fold_size(lw, n, name, args, kwargs):
     return torch_compat.node_value(n)
 
 
-HANDLERS: dict[str, Callable] = {
-    "to": _to_dtype, "type": _to_dtype, "type_as": _to_dtype, "float": _to_dtype, "half": _to_dtype,
-    "double": _to_dtype, "bfloat16": _to_dtype, "int": _to_dtype, "long": _to_dtype, "bool": _to_dtype,
+def _narrow_like(lw, n, name, args, kwargs):
+    """``narrow``, ``select`` and Aten's ``slice`` are all narrows."""
+    return {"select": _select, "slice": _slice}.get(name, _narrow)(lw, n, name, args, kwargs)
+
+
+def _softmax_like(lw, n, name, args, kwargs):
+    return (_aten_softmax if name.startswith("_") else _softmax)(lw, n, name, args, kwargs)
+
+
+def _cast(lw, n, name, args, kwargs):
+    return (_aten_to_copy if name == "_to_copy" else _to_dtype)(lw, n, name, args, kwargs)
+
+
+# The converters a registry row names (``Op.lower``); a row with a declarative ``call`` is read by
+# ``_from_call``, a pointwise row by ``_lower_pointwise``.
+CONVERTERS: dict[str, Callable] = {
+    "to_dtype": _cast, "copy": _copy, "view": _view_like, "expand": _expand, "permute": _permute,
+    "unsqueeze": _unsqueeze, "squeeze": _squeeze, "narrow": _narrow_like, "getitem": _getitem, "split": _split,
+    "cat": _cat, "pad": _pad, "reduce": _reduce, "softmax": _softmax_like, "layer_norm": _layer_norm,
+    "matmul": _matmul_like,
+}
+# Torch-IR names that are no op of their own (``eqsat.ops.NON_OP_SPELLINGS``).
+NON_OPS: dict[str, Callable] = {
     "dropout": _identity_unless_random, "positive": _identity_unless_random, "detach": _detach,
-    "contiguous": _copy, "clone": _copy,
-    "view": _view_like, "_unsafe_view": _view_like, "reshape": _view_like, "flatten": _view_like, "unflatten": _view_like,
-    "view_as": _view_like, "expand": _expand, "expand_as": _expand, "broadcast_to": _expand,
-    "permute": _permute, "transpose": _permute, "t": _permute, "movedim": _permute,
-    "unsqueeze": _unsqueeze, "squeeze": _squeeze, "narrow": _narrow, "select": _select,
-    "getitem": _getitem, "split": _split, "split_with_sizes": _split, "chunk": _split, "unbind": _split,
-    "cat": _cat, "stack": _cat, "pad": _pad, "constant_pad_nd": _pad,
-    "sum": _reduce, "mean": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce,
-    "softmax": _softmax, "log_softmax": _softmax, "layer_norm": _layer_norm,
-    "_softmax": _aten_softmax, "_log_softmax": _aten_softmax, "slice": _slice, "_to_copy": _aten_to_copy,
-    "linear": _matmul_like("Linear", 3), "mm": _matmul_like("Mm", 2), "bmm": _matmul_like("Bmm", 2),
-    "matmul": _matmul_like("Matmul", 2), "addmm": _matmul_like("Addmm", 3),
-    "baddbmm": _matmul_like("Baddbmm", 3),
     "size": _fold_size, "dim": _fold_size, "numel": _fold_size,
 }
+
+
+@functools.lru_cache(maxsize=4)
+def _handlers(version: int) -> dict[str, Callable]:
+    table = dict(NON_OPS)
+    for op in ops.ALL_OPS:
+        converter = CONVERTERS[op.lower] if op.lower else functools.partial(_from_call, op) if op.call else None
+        if converter is not None:
+            for name in (op.name, *op.spellings, *(a.split(".")[0] for a in op.aten_spellings)):
+                table.setdefault(name, converter)
+    return table
+
+
+def handlers() -> dict[str, Callable]:
+    """Canonical name (a row's name, Torch-IR spelling or Aten packet) → its converter, from the rows."""
+    return _handlers(ops.version())
 
 
 def layout_pinned(nodes: Sequence[torch.fx.Node]) -> set[torch.fx.Node]:

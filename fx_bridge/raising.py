@@ -9,6 +9,7 @@ is read back from its engine encoding and computed from the new graph's inputs (
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from typing import Any, Sequence
@@ -33,12 +34,17 @@ _OPERATOR_OF = {
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
     "ge": operator.ge, "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
 }
-# Constructors with their own registry row, raised as that row's Torch-IR target.
-_TORCH_TARGETS = {op.ctor: op.torch for op in ops.ALL_OPS
-                  if op.torch is not None and op.ctor not in ops.KEYED_POINTWISE
-                  and op.ctor not in ("Reduce", "Softmax", "LayerNorm")}
+
+
+@functools.lru_cache(maxsize=4)
+def _torch_targets(version: int) -> dict[str, str]:
+    """Constructors with their own registry row, raised as that row's Torch-IR target."""
+    return {op.ctor: op.torch for op in ops.ALL_OPS if op.torch is not None and op.ctor not in ops.KEYED_POINTWISE
+            and op.ctor not in ("Reduce", "Softmax", "LayerNorm")}
+
+
 # Per dialect, constructors spelled differently from the Torch-IR default below.
-_SPELLINGS = {"torch": {}, "aten": aten_spelling.SPELLING}
+_SPELLINGS = {"torch": lambda: {}, "aten": aten_spelling.spelling}
 # Meta keys a fresh node's fake value goes under: Dynamo reads example_value, Inductor val.
 _VALUE_KEYS = {"torch": ("val", "example_value"), "aten": ("val",)}
 _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -66,7 +72,8 @@ class _Raiser:
         self.env: dict[str, Any] = {}
         self.placeholders: dict[str, torch.fx.Node] = {}
         self._name: str | None = None
-        self.spelling = _SPELLINGS[low.dialect]
+        self.spelling = _SPELLINGS[low.dialect]()
+        self.targets = _torch_targets(ops.version())
         self.sym: SymNodes | None = None  # set once the placeholders exist
         self.bypassed: list[torch.fx.Node] = []  # views a unary was moved below (``_below_view``)
 
@@ -170,14 +177,15 @@ class _Raiser:
             return self.pointwise(a[0], a[1:])
         if c == "Reduce":
             name, attrs = self.low.keys.decode(a[0])
-            dim = list(a[2]) if name in ("sum", "mean") else (a[2][0] if name == "prod" else tuple(a[2]))
-            return self.call(torch_callable(ops.BY_NAME[name].torch), a[1], dim=dim, keepdim=bool(a[3]), **attrs)
+            row = ops.BY_NAME[name]
+            dim = a[2][0] if row.one_dim else list(a[2])
+            return self.call(torch_callable(row.torch), a[1], dim=dim, keepdim=bool(a[3]), **attrs)
         if c == "Softmax":
             return self.call(torch_callable(ops.BY_NAME[a[0]].torch), a[1], a[2])
         if c == "LayerNorm":
             return self.call(torch_callable(ops.BY_NAME["layer_norm"].torch), a[0], list(a[1]), a[2], a[3], float(a[4]))
-        if c in _TORCH_TARGETS:
-            return self.torch_call(_TORCH_TARGETS[c], a)
+        if c in self.targets:
+            return self.torch_call(self.targets[c], a)
         if c == "Opaque":
             return self.opaque(self.low.opaque[a[0]], a[1])
         if c == "Get":

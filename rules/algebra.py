@@ -8,11 +8,15 @@ leaves or merges two, so the rules cannot feed themselves forever.
 A binary op commutes with a slice only when its other operand is sliced the same way: same shape,
 rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to every piece alike).
 """
-from eqsat.rule import Rule
-from eqsat.schema import ANALYSIS
+from functools import lru_cache
 
-from .dsl import (binary, cat, contiguous, each, gather, insert, ints, ivecs, lead_perm, log_softmax, narrow, opkey,
-                  permute, repeat, reshape, rewrite, softmax, splice, split, squeeze, stack, tensor, tlists,
+from eqsat import ops
+from eqsat.rule import Rule
+from eqsat.rulelang import INT, IVEC, STR, TENSOR, TLIST, Relation, Var, cons, nil, rule, union, variables
+
+from . import dsl
+from .dsl import (binary, builder, cat, contiguous, each, gather, insert, ints, ivecs, lead_perm, log_softmax, narrow,
+                  opkey, permute, repeat, reshape, rewrite, softmax, splice, split, squeeze, stack, tensor, tlists,
                   unary, unsqueeze)
 
 x, y = tensor("x"), tensor("y")
@@ -115,20 +119,59 @@ HEAD_RULES = [_head_split_copy(sname, cut, *case) for sname, cut in HEAD_SLICES 
 
 ALGEBRA_DSL = SLICE_RULES + NORM_RULES + CONCAT_RULES + VIEW_RULES + HEAD_RULES
 
+
+# -- slices through the ops whose registry rows say where slicing commutes (``eqsat.ops`` ``slices``) ----
+def _row_rules(op: ops.Op) -> list:
+    """narrow/split (and cat, where the row says so) of the op's result along d, as the op of its first
+    tensor operand sliced (concatenated) along the input dim, in each case the row gives."""
+    letters = {TENSOR: "x", STR: "f", IVEC: "v", INT: "k"}  # none of the slices' own d, a, m, s, i
+    args = [Var(letters[sort] + (str(op.args[:k].count(sort)) if op.args.count(sort) > 1 else ""), sort)
+            for k, sort in enumerate(op.args)]
+    pos = op.args.index(TENSOR)
+    build = builder(ops.builder_name(op))
+
+    def on(operand):
+        return build(*args[:pos], operand, *args[pos + 1:])
+
+    out = []
+    for case, guards, dim in op.slices(dsl, *args, d):
+        tag = f"{build.__name__}_{case}" if case else build.__name__
+        out += [_r(f"narrow_{tag}", narrow(on(args[pos]), d, a, m), on(narrow(args[pos], dim, a, m)), *guards),
+                _r(f"split_{tag}", split(on(args[pos]), s, d)[i], on(split(args[pos], s, dim)[i]), *guards)]
+        if op.concat:
+            out.append(_r(f"cat_{tag}", cat(each(on, as_), d), on(cat(as_, dim)), *guards))
+    return out
+
+
+@lru_cache(maxsize=4)
+def _row_slice_rules(version: int) -> tuple:
+    seen: dict[str, ops.Op] = {}
+    for op in ops.ALL_OPS:
+        if op.slices is not None:
+            seen.setdefault(op.ctor, op)
+    return tuple(r for op in seen.values() for r in _row_rules(op))
+
+
+def algebra_dsl() -> list:
+    """The algebra family's DSL rules, with those derived from the registry's rows."""
+    return ALGEBRA_DSL + list(_row_slice_rules(ops.version()))
+
 # -- cat of cat on the same dim: hand-written (the result appends two lists) ---------------------------
-_A = f":ruleset {ANALYSIS}"
-APPEND = (  # Appended(m, r, o): o is the list m followed by r, built on demand
-    "(relation AppendDemand (TList TList))",
-    "(relation Appended (TList TList TList))",
-    f"(rule ((AppendDemand m r) (= m (TNil))) ((Appended m r r)) {_A})",
-    f"(rule ((AppendDemand m r) (= m (TCons h u))) ((AppendDemand u r)) {_A})",
-    f"(rule ((AppendDemand m r) (= m (TCons h u)) (Appended u r o)) ((Appended m r (TCons h o))) {_A})",
+AppendDemand = Relation("AppendDemand", (TLIST, TLIST))
+Appended = Relation("Appended", (TLIST, TLIST, TLIST))  # Appended(m, r, o): o is the list m followed by r
+m_l, r_l, u_l, o_l, l_l = variables("m r u o l", TLIST)
+h_t, c_t = variables("h c", TENSOR)
+APPEND = (  # built on demand
+    AppendDemand, Appended,
+    rule(AppendDemand(m_l, r_l), m_l == nil()).then(Appended(m_l, r_l, r_l)),
+    rule(AppendDemand(m_l, r_l), m_l == cons(h_t, u_l)).then(AppendDemand(u_l, r_l)),
+    rule(AppendDemand(m_l, r_l), m_l == cons(h_t, u_l), Appended(u_l, r_l, o_l)).then(Appended(m_l, r_l, cons(h_t, o_l))),
 )
-_INNER = "(= c (Cat l d)) (= l (TCons (Cat m d) r))"
+_INNER = (c_t == cat(l_l, d), l_l == cons(cat(m_l, d), r_l))
 CAT_FLATTEN = Rule(
     "cat_flatten", "algebra", "cat([cat(m, d), *rest], d) = cat(m + rest, d)",
-    (f"(rule ({_INNER}) ((AppendDemand m r)))",
-     f"(rule ({_INNER} (Appended m r o)) ((union c (Cat o d))))"),
+    (rule(*_INNER).then(AppendDemand(m_l, r_l)),
+     rule(*_INNER, Appended(m_l, r_l, o_l)).then(union(c_t, cat(o_l, d)))),
     APPEND,
     rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
 )

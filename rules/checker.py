@@ -8,14 +8,19 @@ module in ``rules`` that imports torch.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import torch
 
+from eqsat import ops
+
 from . import dsl
 from .derived import DERIVED
+from .patterns import term_vars
 
 UNARY_KEYS = ("relu", "exp", "neg", "sigmoid", "tanh", "abs")
 BINARY_KEYS = ("add", "mul", "sub", "maximum")
@@ -25,7 +30,7 @@ _PRIM = {
     "vec-get": lambda v, i: v[i], "vec-length": len, "vec-append": lambda a, b: tuple(a) + tuple(b),
     "vec-set": lambda v, i, x: tuple(v[:i]) + (x,) + tuple(v[i + 1:]),
     "vec-remove": lambda v, i: tuple(v[:i]) + tuple(v[i + 1:]),
-    "vec-of": lambda *xs: tuple(xs),
+    "vec-push": lambda v, x: tuple(v) + (x,), "vec-of": lambda *xs: tuple(xs), "max": max,
 }
 MAX_NUMEL = 4096  # sampled tensors stay small, however large the sizes a guard asks for
 _CMP = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
@@ -44,6 +49,14 @@ def _torch_pointwise(key: str):
     if "(" in key:
         raise Reject(f"op key with attributes {key!r}")
     return getattr(torch, key)
+
+
+def _torch_call(target: str, args: list):
+    """A row's torch target (``"torch.any"``; ``"Tensor.repeat"`` is a method of the first argument)."""
+    if target.startswith("Tensor."):
+        return getattr(args[0], target.removeprefix("Tensor."))(*args[1:])
+    module, _, name = target.rpartition(".")
+    return getattr(importlib.import_module(module), name)(*args)
 
 
 class Evaluator:
@@ -91,8 +104,12 @@ class Evaluator:
         return shape
 
     def _randn(self, shape):
+        """Normal values; a quarter of the tensors have about half their entries zero (``any``, ``prod``
+        and ``amax`` of non-positive rows read differently then)."""
         dtype = torch.float64 if self.rng.random() < 0.2 else torch.float32
-        return torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(self.rng.randrange(1 << 30)))
+        gen = torch.Generator().manual_seed(self.rng.randrange(1 << 30))
+        t = torch.randn(shape, dtype=dtype, generator=gen)
+        return t * (torch.rand(shape, generator=gen) < 0.5) if self.rng.random() < 0.25 else t
 
     def _composition(self, total: int):
         mode = self.rng.choice(("ones", "equal", "random"))
@@ -128,20 +145,19 @@ class Evaluator:
             return t.value
         if isinstance(t, (dsl.ListExpr, dsl.Pieces, dsl.Each)):
             return self.tlist(t, None)
-        return getattr(self, "_" + t.fn.replace("-", "_"), self._generic)(t, *t.args)
+        constructor = evaluators().get(t.fn)
+        return constructor(self, t, *t.args) if constructor is not None else self._generic(t, *t.args)
 
     def _generic(self, t, *args):
+        if t.fn == "shape":
+            return tuple(self.tensor(args[0]).shape)
+        if t.fn == "dtype":
+            return str(self.tensor(args[0]).dtype).removeprefix("torch.")
         if t.fn in DERIVED:
             return DERIVED[t.fn].py(*(self.ev(a) for a in args))
         if t.fn in _PRIM:
             return _PRIM[t.fn](*(self.ev(a) for a in args))
         raise Reject(f"the checker cannot evaluate {t.fn}")
-
-    def _shape(self, t, x):
-        return tuple(self.tensor(x).shape)
-
-    def _dtype(self, t, x):
-        return str(self.tensor(x).dtype).removeprefix("torch.")
 
     def tlist(self, t, hint) -> list:
         """A tensor list; ``hint(ref)`` gives the shape of a tensor sampled after the first one."""
@@ -198,30 +214,30 @@ class Evaluator:
         return _CMP[g.op](self.ev(g.lhs), self.ev(g.rhs))
 
     # -- constructors ---------------------------------------------------------------------------
-    def _Narrow(self, t, x, d, a, m):
+    def _narrow(self, t, x, d, a, m):
         X = self.tensor(x)
         D = self.int(d, 0, X.ndim - 1)
         A = self.int(a, 0, X.shape[D] - 1)
         return torch.narrow(X, D, A, self.int(m, 1, X.shape[D] - A))
 
-    def _View(self, t, x, s):
+    def _view(self, t, x, s):
         X = self.tensor(x)
         S = self.ivec(s, lambda: self._factor(X.numel()))
         return X.reshape(S)
 
-    def _Permute(self, t, x, p):
+    def _permute(self, t, x, p):
         X = self.tensor(x)
         return X.permute(self.ivec(p, lambda: tuple(self.rng.sample(range(X.ndim), X.ndim))))
 
-    def _Expand(self, t, x, s):
+    def _expand(self, t, x, s):
         X = self.tensor(x)
         return X.expand(self.ivec(s, lambda: tuple(self.rng.randint(1, 3) if n == 1 else n for n in X.shape)))
 
-    def _Unsqueeze(self, t, x, d):
+    def _unsqueeze(self, t, x, d):
         X = self.tensor(x)
         return X.unsqueeze(self.int(d, 0, X.ndim))
 
-    def _Squeeze(self, t, x, d):
+    def _squeeze(self, t, x, d):
         X = self.tensor(x)
         ones = [k for k, n in enumerate(X.shape) if n == 1]
         D = self.int(d, 0, X.ndim - 1) if not isinstance(d, dsl.Var) or id(d) in self.env or not ones \
@@ -230,10 +246,10 @@ class Evaluator:
             raise Reject("squeeze of a dim that is not 1") if self.sampling else ValueError("squeeze of a non-1 dim")
         return X.squeeze(D)
 
-    def _Contiguous(self, t, x):
+    def _contiguous(self, t, x):
         return self.tensor(x).contiguous()
 
-    def _Cat(self, t, lst, d):
+    def _cat(self, t, lst, d):
         dim: list = []
 
         def hint(ref):
@@ -246,13 +262,13 @@ class Evaluator:
             raise Reject("empty cat")
         return torch.cat(xs, self.int(d, 0, xs[0].ndim - 1))
 
-    def _Stack(self, t, lst, d):
+    def _stack(self, t, lst, d):
         xs = self.tlist(lst, lambda ref: tuple(ref.shape))
         if not xs:
             raise Reject("empty stack")
         return torch.stack(xs, self.int(d, 0, xs[0].ndim))
 
-    def _Split(self, t, x, s, d):
+    def _split(self, t, x, s, d):
         X = self.tensor(x)
         D = self.int(d, 0, X.ndim - 1)
         S = self.ivec(s, lambda: self._composition(X.shape[D]))
@@ -260,14 +276,14 @@ class Evaluator:
             raise Reject("split sizes do not cover the dim")
         return torch.split(X, list(S), D)
 
-    def _Get(self, t, tt, i):
+    def _get(self, t, tt, i):
         T = self.ev(tt)
         return T[self.int(i, 0, len(T) - 1)]
 
-    def _Unary(self, t, f, x):
+    def _unary(self, t, f, x):
         return _torch_pointwise(self.ev(f))(self.tensor(x))
 
-    def _Binary(self, t, f, x, y):
+    def _binary(self, t, f, x, y):
         X = self.tensor(x)
         F = self._bind(f, lambda: self.rng.choice(BINARY_KEYS)) if isinstance(f, dsl.Var) else f.value
         Y = self.tensor(y, self._broadcast_partner(X))
@@ -284,40 +300,94 @@ class Evaluator:
             return tuple(1 if j == k else n for j, n in enumerate(X.shape))
         return tuple(X.shape)
 
-    def _Ternary(self, t, f, c, x, y):
+    def _ternary(self, t, f, c, x, y):
         C = self.tensor(c)
         X, Y = self.tensor(x, tuple(C.shape)), self.tensor(y, tuple(C.shape))
         if self.ev(f) != "where":
             raise Reject("only where")
         return torch.where(C > 0, X, Y)
 
-    def _Linear(self, t, x, w, b):
+    def _linear(self, t, x, w, b):
         X = self.tensor(x)
         out = self.rng.randint(1, 4)
         W = self.tensor(w, (out, X.shape[-1]))
         return torch.nn.functional.linear(X, W, self.tensor(b, (W.shape[0],)))
 
-    def _Mm(self, t, a, b):
+    def _mm(self, t, a, b):
         A = self.tensor(a, self._rand_shape(2))
         return torch.mm(A, self.tensor(b, (A.shape[-1], self.rng.randint(1, 4))))
 
-    def _Bmm(self, t, a, b):
+    def _bmm(self, t, a, b):
         A = self.tensor(a, self._rand_shape(3))
         return torch.bmm(A, self.tensor(b, (A.shape[0], A.shape[-1], self.rng.randint(1, 4))))
 
-    def _Addmm(self, t, c, a, b):
-        P = self._Mm(t, a, b)
+    def _addmm(self, t, c, a, b):
+        P = self._mm(t, a, b)
         return torch.addmm(self.tensor(c, P.shape[-1:] if self.rng.random() < 0.5 else P.shape), *(
             self.env[id(v)] for v in (a, b)))
 
-    def _Reduce(self, t, key, x, dims, keep):
+    def _reduce(self, t, key, x, dims, keep):
+        name = self._bind(key, lambda: self.rng.choice(reductions())) if isinstance(key, dsl.Var) else self.ev(key)
+        row = ops.BY_NAME.get(name)
+        if row is None or row.ctor != "Reduce" or "(" in name:
+            raise Reject(f"reduction key {name!r}")
         X = self.tensor(x)
         D = self.ivec(dims, lambda: tuple(sorted(self.rng.sample(range(X.ndim), self.rng.randint(1, X.ndim)))))
-        return getattr(torch, self.ev(key))(X, D, keepdim=bool(self.int(keep, 0, 1)))
+        if row.one_dim and len(D) != 1:
+            raise Reject(f"{name} reduces one dim")
+        return _torch_call(row.torch, [X, D[0] if row.one_dim else tuple(D), bool(self.int(keep, 0, 1))])
 
-    def _Softmax(self, t, key, x, d):
+    def _call(self, t, *args):
+        """An op by its row's torch call (``Op.call``): each argument sampled as its kind says."""
+        row = next(op for op in ops.ALL_OPS if op.ctor == t.fn)
+        values: list = []
+        for spec, a in zip(row.call, args):
+            if spec.kind == "tensor":
+                values.append(self.tensor(a))
+            else:  # sizes: a count >= 1 per dim of the first tensor
+                X = values[0]
+                counts = self.ivec(a, lambda: tuple(self.rng.randint(1, 3) for _ in range(X.ndim)))
+                if len(counts) != X.ndim or min(counts, default=1) < 1:
+                    raise Reject(f"{t.fn}: counts {counts} for shape {tuple(X.shape)}")
+                values.append(tuple(counts))
+        return _torch_call(row.torch, values)
+
+    def _softmax(self, t, key, x, d):
         X = self.tensor(x)
         return getattr(torch, self.ev(key))(X, self.int(d, 0, X.ndim - 1))
+
+
+# Named evaluators a registry row can choose (``Op.evaluate``); a row with a declarative ``call`` gets
+# the generic one.
+NAMED = {
+    "narrow": Evaluator._narrow, "view": Evaluator._view, "permute": Evaluator._permute, "expand": Evaluator._expand,
+    "unsqueeze": Evaluator._unsqueeze, "squeeze": Evaluator._squeeze, "contiguous": Evaluator._contiguous,
+    "cat": Evaluator._cat, "stack": Evaluator._stack, "split": Evaluator._split, "get": Evaluator._get,
+    "unary": Evaluator._unary, "binary": Evaluator._binary, "ternary": Evaluator._ternary, "linear": Evaluator._linear,
+    "mm": Evaluator._mm, "bmm": Evaluator._bmm, "addmm": Evaluator._addmm, "reduce": Evaluator._reduce,
+    "softmax": Evaluator._softmax,
+}
+
+
+@lru_cache(maxsize=4)
+def _evaluators(version: int) -> dict:
+    table: dict = {}
+    for op in ops.ALL_OPS:
+        if op.evaluate is not None:
+            table.setdefault(op.ctor, NAMED[op.evaluate])
+        elif op.call:
+            table.setdefault(op.ctor, Evaluator._call)
+    return table
+
+
+def evaluators() -> dict:
+    """Constructor → how the checker evaluates it, from the registry's rows."""
+    return _evaluators(ops.version())
+
+
+def reductions() -> list[str]:
+    """The reduction keys the checker samples for a key variable of ``reduce``."""
+    return [op.name for op in ops.ALL_OPS if op.ctor == "Reduce"]
 
 
 @dataclass
@@ -333,11 +403,10 @@ class CheckResult:
 
 
 def _describe(ev: Evaluator, rule: dsl.DslRule) -> str:
-    from .compile import variables
     parts = []
-    bound = variables(rule.lhs)
+    bound = term_vars(rule.lhs)
     for t in rule.given:
-        variables(t, bound)
+        term_vars(t, bound)
     for v in bound.values():
         val = ev.env.get(id(v))
         if isinstance(val, torch.Tensor):
@@ -404,7 +473,10 @@ def _compare(rule: dsl.DslRule, rng: random.Random, values: bool, sizes=()) -> t
         return True, f"{where}: shape-changing rewrite: pattern {tuple(lhs.shape)}, replacement {tuple(rhs.shape)}"
     if lhs.dtype != rhs.dtype:
         return True, f"{where}: the replacement has dtype {rhs.dtype}, the pattern {lhs.dtype}"
-    if values and not torch.allclose(lhs, rhs.to(lhs.dtype), rtol=1e-5, atol=1e-6, equal_nan=True):
+    if values and not lhs.is_floating_point() and not torch.equal(lhs, rhs):
+        return True, f"{where}: values differ"
+    if values and lhs.is_floating_point() and not torch.allclose(lhs, rhs.to(lhs.dtype), rtol=1e-5, atol=1e-6,
+                                                                 equal_nan=True):
         err = (lhs - rhs).abs().max().item()
         return True, f"{where}: values differ (max abs error {err:.3g})"
     return True, None

@@ -5,184 +5,35 @@
             movedim(reshape(x, splice(x.shape, d, [s.len(), s[0]])), d, e),
             when=[s == repeat(s.len(), s[0])], family="split_cat")
 
-Rule expressions are plain trees (``Expr``: variables, literals and calls; a pattern, unlike the
-engine's ``eqsat.terms.Term``, has variables). Ints, int lists and op keys overload Python's
-operators, so a guard reads ``x.shape[d] % 8 == 0``; a comparison builds a ``Guard``, never a bool. ``rules.compile`` turns a ``DslRule`` into egglog text; ``rules.checker`` evaluates the same
-trees with torch. Nothing here runs Python during saturation.
+Rule expressions are the engine's typed rule language (``eqsat.rulelang``: variables, literals and
+calls; a pattern, unlike the engine's ``eqsat.terms.Term``, has variables). Ints, int lists and op
+keys overload Python's operators, so a guard reads ``x.shape[d] % 8 == 0``; a comparison builds a
+``Guard``, never a bool. ``rules.compile`` turns a ``DslRule`` into typed clauses; ``rules.checker``
+evaluates the same trees with torch. Nothing here runs Python during saturation.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Iterable
 
 from eqsat import ops
-from eqsat.rule import IDENTIFIER
+from eqsat.rulelang import (DTYPE, IDENTIFIER, INT, IVEC, STR, TENSOR, TLIST, TTUPLE, Call, Expr,  # noqa: F401
+                            Guard, ListExpr, Lit, Var, cons, imax, lift, nil, vec)
 
-class RuleError(ValueError):
-    """A malformed rule, refused before it reaches the e-graph."""
-
+from .compile import compile_rule
+from .derived import DERIVED
+from .patterns import Each, Pieces, RuleError, each, pieces  # noqa: F401
 
 _VAR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a leading _ is the compiler's own (_root, _s1, …)
 
 
 def _identifier(what: str, value, pattern: re.Pattern = IDENTIFIER) -> str:
-    """``value`` if it is an identifier: names are pasted into egglog text, so nothing else may pass."""
+    """``value`` if it is an identifier: names become egglog names, so nothing else may pass."""
     if not isinstance(value, str) or not pattern.fullmatch(value):
         raise RuleError(f"{what} {value!r} must be an identifier ({pattern.pattern})")
     return value
-
-
-# Sorts of DSL terms (egglog sorts, plus DTYPE for the dtype analysis' strings).
-TENSOR, INT, IVEC, STR, TLIST, TTUPLE, DTYPE = "Tensor", "i64", "IVec", "String", "TList", "TTuple", "Dtype"
-
-
-class Expr:
-    """A DSL term; ints, int lists, dtypes and op keys compare and compute into new terms."""
-
-    sort: str
-
-    # -- ints and int lists ---------------------------------------------------------------------
-    def _bin(self, op: str, other, flip=False):
-        other = lift(other, INT if self.sort == INT else self.sort)
-        a, b = (other, self) if flip else (self, other)
-        if self.sort == IVEC and op == "+":
-            return Call("vec-append", (a, b), IVEC)
-        if self.sort != INT:
-            raise TypeError(f"{op} needs ints, got {self.sort}")
-        return Call(op, (a, b), INT)
-
-    def __add__(self, o): return self._bin("+", o)
-    def __radd__(self, o): return self._bin("+", o, True)
-    def __sub__(self, o): return self._bin("-", o)
-    def __rsub__(self, o): return self._bin("-", o, True)
-    def __mul__(self, o): return self._bin("*", o)
-    def __rmul__(self, o): return self._bin("*", o, True)
-    def __floordiv__(self, o): return self._bin("/", o)
-    def __mod__(self, o): return self._bin("%", o)
-
-    def _cmp(self, op: str, other) -> "Guard":
-        return Guard(op, self, lift(other, self.sort))
-
-    def __eq__(self, o): return self._cmp("=", o)        # type: ignore[override]
-    def __ne__(self, o): return self._cmp("!=", o)       # type: ignore[override]
-    def __lt__(self, o): return self._cmp("<", o)
-    def __le__(self, o): return self._cmp("<=", o)
-    def __gt__(self, o): return self._cmp(">", o)
-    def __ge__(self, o): return self._cmp(">=", o)
-    __hash__ = object.__hash__
-
-    # -- int lists ------------------------------------------------------------------------------
-    def __getitem__(self, i):
-        if self.sort == IVEC:
-            return Call("vec-get", (self, lift(i, INT)), INT)
-        if self.sort == TTUPLE:
-            return Call("Get", (self, lift(i, INT)), TENSOR)
-        raise TypeError(f"cannot index a {self.sort}")
-
-    def len(self) -> "Expr":
-        return Call("vec-length", (self._need(IVEC),), INT)
-
-    def set(self, i, v) -> "Expr":
-        return Call("vec-set", (self._need(IVEC), lift(i, INT), lift(v, INT)), IVEC)
-
-    def remove(self, i) -> "Expr":
-        return Call("vec-remove", (self._need(IVEC), lift(i, INT)), IVEC)
-
-    # -- tensors --------------------------------------------------------------------------------
-    @property
-    def shape(self) -> "Expr":
-        return Call("shape", (self._need(TENSOR),), IVEC)
-
-    @property
-    def dtype(self) -> "Expr":
-        return Call("dtype", (self._need(TENSOR),), DTYPE)
-
-    @property
-    def ndim(self) -> "Expr":
-        return self.shape.len()
-
-    def _need(self, sort: str) -> "Expr":
-        if self.sort != sort:
-            raise TypeError(f"{self} is a {self.sort}, not a {sort}")
-        return self
-
-    def __iter__(self):  # `[a, *rest]`: a list variable spliced as the tail of a list pattern
-        if self.sort != TLIST:
-            raise TypeError(f"only a list variable can be spliced with *, not {self}")
-        yield Splat(self)
-
-    def __repr__(self) -> str:
-        from .pretty import show
-        return show(self)
-
-
-@dataclass(eq=False, repr=False)
-class Var(Expr):
-    name: str
-    sort: str
-
-
-@dataclass(eq=False, repr=False)
-class Lit(Expr):
-    value: object
-    sort: str
-
-
-@dataclass(eq=False, repr=False)
-class Call(Expr):
-    """``fn`` is an egglog constructor (``Narrow``), primitive (``vec-get``), analysis (``shape``)
-    or derived function (``splice``, see ``rules.derived``)."""
-
-    fn: str
-    args: tuple
-    sort: str
-
-
-@dataclass(eq=False, repr=False)
-class ListExpr(Expr):
-    """A list pattern or value: fixed items, then an optional list variable as the tail."""
-
-    items: tuple
-    tail: Expr | None = None
-    sort: str = TLIST
-
-
-@dataclass(eq=False, repr=False)
-class Pieces(Expr):
-    """List pattern: every piece of ``split`` in order, each wrapped by ``each`` (a template)."""
-
-    split: Expr
-    each: Callable[[Expr], Expr] | None = None
-    sort: str = TLIST
-
-
-@dataclass(eq=False, repr=False)
-class Each(Expr):
-    """List pattern: a list whose every element matches ``template(a, b, …)``; ``outs`` are list
-    variables bound to the lists of ``a``s, ``b``s, …, whose elements share one dtype each."""
-
-    template: Callable[..., Expr]
-    outs: tuple
-    when: Callable[..., list] | None = None
-    sort: str = TLIST
-
-
-@dataclass(eq=False)
-class Splat:
-    var: Expr
-
-
-@dataclass(eq=False)
-class Guard:
-    """A condition ``lhs op rhs`` (op one of = != < <= > >=), compiled to one egglog fact."""
-
-    op: str
-    lhs: Expr
-    rhs: Expr
-
-    def __bool__(self):
-        raise TypeError("a DSL comparison is a guard, not a bool: put it in `when=[...]`")
 
 
 # -- variables ---------------------------------------------------------------------------------
@@ -201,30 +52,6 @@ def tlist(names: str): return _vars(names, TLIST)
 tensors, ivecs, opkeys, tlists = tensor, ivec, opkey, tlist
 
 
-def lift(v, sort: str) -> Expr:
-    """A Python value as a term of ``sort``: ints, strings, lists (int lists or tensor lists)."""
-    if isinstance(v, Expr):
-        if v.sort != sort and not (sort == DTYPE and v.sort == STR):
-            raise TypeError(f"expected a {sort}, got {v} ({v.sort})")
-        return v
-    if isinstance(v, bool):
-        raise TypeError("bools are not terms")
-    if isinstance(v, int) and sort == INT:
-        return Lit(v, INT)
-    if isinstance(v, str) and sort in (STR, DTYPE):
-        return Lit(v, sort)
-    if isinstance(v, (list, tuple)) and sort == IVEC:
-        return Call("vec-of", tuple(lift(i, INT) for i in v), IVEC)
-    if isinstance(v, (list, tuple)) and sort == TLIST:
-        items, tail = list(v), None
-        if items and isinstance(items[-1], Splat):
-            tail = items.pop().var
-        if any(isinstance(i, Splat) for i in items):
-            raise TypeError("a *list variable must come last in a list pattern")
-        return ListExpr(tuple(lift(i, TENSOR) for i in items), tail)
-    raise TypeError(f"cannot use {v!r} as a {sort}")
-
-
 # -- constructors, named and ordered like torch ------------------------------------------------
 @dataclass(frozen=True)
 class Sig:
@@ -233,26 +60,36 @@ class Sig:
     result: str = TENSOR
 
 
-def _signatures() -> dict[str, Sig]:
+@lru_cache(maxsize=4)
+def _signatures(version: int) -> dict[str, Sig]:
     """DSL builder → constructor signature, from the op registry: ops with their own constructor under
     their ``dsl`` name, shared constructors (``unary``, ``reduce``, …) under the constructor's name."""
     sigs: dict[str, Sig] = {}
     for op in ops.ALL_OPS:
-        if op.dsl is not None:
-            sigs[op.dsl] = Sig(op.ctor, op.args, op.sort)
-        elif op.args[:1] == (ops.STRING,) and op.category is not ops.Category.SOURCE and op.sort == TENSOR:
-            sigs.setdefault(op.ctor.lower(), Sig(op.ctor, op.args, op.sort))
+        if ops.builder_name(op) is not None:
+            sigs.setdefault(ops.builder_name(op), Sig(op.ctor, op.args, op.sort))
     return sigs
 
 
-SIGNATURES: dict[str, Sig] = _signatures()
+def signatures() -> dict[str, Sig]:
+    return _signatures(ops.version())
 
 
 def _call(name: str, *args) -> Expr:
-    sig = SIGNATURES[name]
+    sig = signatures()[name]
     if len(args) != len(sig.args):
         raise TypeError(f"{name} takes {len(sig.args)} arguments, got {len(args)}")
     return Call(sig.ctor, tuple(lift(a, s) for a, s in zip(args, sig.args)), sig.result)
+
+
+def builder(name: str) -> Callable[..., Expr]:
+    """The builder of registry row ``name``'s constructor, by its DSL name (``builder("tile")(x, r)``;
+    a row registered at runtime gets one too)."""
+    if name not in signatures():
+        raise KeyError(f"{name!r} is no DSL builder of eqsat.ops")
+    fn = lambda *args: _call(name, *args)  # noqa: E731
+    fn.__name__ = name
+    return fn
 
 
 def narrow(x, dim, start, length): return _call("narrow", x, dim, start, length)
@@ -281,20 +118,6 @@ def where(cond, x, y): return ternary("where", cond, x, y)
 def view(x, shape): return reshape(x, shape)
 
 
-def pieces(s: Expr, each: Callable[[Expr], Expr] | None = None) -> Pieces:
-    """All pieces of split ``s`` in order (optionally each wrapped, e.g. ``lambda p: squeeze(p, d)``)."""
-    if not (isinstance(s, Call) and s.fn == "Split"):
-        raise TypeError("pieces() takes a split(...) pattern")
-    return Pieces(s, each)
-
-
-def each(template: Callable[..., Expr], *outs: Expr, when: Callable[..., list] | None = None) -> Each:
-    """A list whose elements all match ``template``; ``outs`` receive the lists of its arguments."""
-    if any(not isinstance(o, Var) or o.sort != TLIST for o in outs):
-        raise TypeError("each(): outputs must be list variables")
-    return Each(template, tuple(outs), when)
-
-
 # Pointwise ops by their torch names: relu(x), add(x, y), where(c, x, y) (eqsat.ops is the table).
 def pointwise_op(name: str) -> Callable[..., Expr]:
     """The builder of registered pointwise op ``name``: ``pointwise_op("relu")(x)``."""
@@ -311,46 +134,74 @@ POINTWISE = {op.name: pointwise_op(op.name) for op in ops.pointwise() if op.name
 globals().update(POINTWISE)
 
 
-# -- derived int-list functions (rules.derived gives their egglog and Python meaning) -------------
+def __getattr__(name: str):
+    """Builders of rows with no builder above (added to ``eqsat.ops`` later, e.g. ``tile``)."""
+    if name in signatures():
+        return builder(name)
+    if ops.pointwise_arity(name) is not None:
+        return pointwise_op(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# -- derived functions (rules.derived gives their egglog and Python meaning) ------------------------
+def _derived(name: str, *args) -> Expr:
+    return DERIVED[name](*args)
+
+
 def splice(v, i, w) -> Expr:
     """``v[:i] + w + v[i+1:]``: entry i replaced by the list w (unflatten, merged split sizes)."""
-    return Call("splice", (lift(v, IVEC), lift(i, INT), lift(w, IVEC)), IVEC)
+    return _derived("splice", v, i, w)
 
 
 def repeat(n, k) -> Expr:
     """``[k] * n``: a guard ``s == repeat(s.len(), s[0])`` says all sections are equal."""
-    return Call("repeat", (lift(n, INT), lift(k, INT)), IVEC)
+    return _derived("repeat", n, k)
 
 
 def insert(v, i, k) -> Expr:
     """``v[:i] + [k] + v[i:]``."""
-    return Call("insert", (lift(v, IVEC), lift(i, INT), lift(k, INT)), IVEC)
+    return _derived("insert", v, i, k)
 
 
 def movedim_perm(rank, src, dst) -> Expr:
     """The permutation ``torch.movedim`` applies to a rank-``rank`` tensor."""
-    return Call("movedim-perm", (lift(rank, INT), lift(src, INT), lift(dst, INT)), IVEC)
+    return _derived("movedim-perm", rank, src, dst)
 
 
 def iota(n) -> Expr:
     """``[0, 1, …, n-1]``: the identity permutation."""
-    return Call("iota", (lift(n, INT),), IVEC)
+    return _derived("iota", n)
 
 
 def gather(p, q) -> Expr:
     """``[p[j] for j in q]``: ``x.permute(p).permute(q) == x.permute(gather(p, q))``."""
-    return Call("gather", (lift(p, IVEC), lift(q, IVEC)), IVEC)
+    return _derived("gather", p, q)
 
 
 def lead_perm(p, d) -> Expr:
     """``[d] + [j + (j >= d) for j in p]``: permute ``p`` on a tensor given a new axis at ``d``, with
     that axis moved first."""
-    return Call("lead-perm", (lift(p, IVEC), lift(d, INT)), IVEC)
+    return _derived("lead-perm", p, d)
 
 
 def offset(sizes, i) -> Expr:
     """``sum(sizes[:i])``: where piece i of a split starts."""
-    return Call("offset", (lift(sizes, IVEC), lift(i, INT)), INT)
+    return _derived("offset", sizes, i)
+
+
+def cat_extent(tensors, d) -> Expr:
+    """``sum(t.shape[d] for t in tensors)``: the extent of a cat along ``d``."""
+    return _derived("cat-extent", tensors, d)
+
+
+def list_len(tensors) -> Expr:
+    """The number of tensors in a list."""
+    return _derived("list-len", tensors)
+
+
+def reduced(shape, dims, keepdim) -> Expr:
+    """A reduction's result shape: the (sorted) ``dims`` of ``shape`` set to 1 (``keepdim``) or removed."""
+    return _derived("reduced", shape, dims, keepdim)
 
 
 def rank(t: Expr) -> Expr:
@@ -426,12 +277,10 @@ class DslRule:
                             f"`x.shape[d] == 4`, got {bad[0]!r}")
         if not self.doc:
             arrow = " <=> " if self.bidirectional else " => "
-            from .pretty import show_guard
-            guard = " if " + " and ".join(show_guard(g) for g in self.when) if self.when else ""
+            guard = " if " + " and ".join(repr(g) for g in self.when) if self.when else ""
             self.doc = f"{self.lhs!r}{arrow}{self.rhs!r}{guard}"
 
     def compile(self):
-        from .compile import compile_rule
         return compile_rule(self)
 
 

@@ -6,38 +6,42 @@ in ``extra`` (that is how ``eqsat_backend(extra_rules=[...])`` reaches it).
 """
 from __future__ import annotations
 
-import re
 import types
 from functools import lru_cache
 from typing import Iterable
 
+from eqsat import ops
+from eqsat.egraph import EGraphError, Session
 from eqsat.rule import Rule
-from eqsat.schema import ANALYSIS, SEED_RULESET, sorts
+from eqsat.rulelang import Function, Relation
+from eqsat.schema import ANALYSIS, SEED_RULESET, declared_names
 
-from .algebra import ALGEBRA_DSL, ALGEBRA_HAND
+from .algebra import ALGEBRA_HAND, algebra_dsl
 from .basic import BASIC_DSL
 from .batch import BATCH_RULES
+from .cat_runs import SPLIT_CAT_HAND
 from .compile import RuleError
 from .decompose import DECOMPOSE_DSL
 from .dsl import DslRule
-from .shape import SHAPE_RULES
-from .split_cat import SPLIT_CAT_DSL, SPLIT_CAT_HAND
+from .shape import shape_rules
+from .split_cat import SPLIT_CAT_DSL
 
 _USER_RULES: list[Rule] = []
 
 
 def builtin_dsl_rules() -> list[DslRule]:
     """The built-in rules written in the DSL (``check`` runs on these)."""
-    return BASIC_DSL + SPLIT_CAT_DSL + ALGEBRA_DSL + DECOMPOSE_DSL
+    return BASIC_DSL + SPLIT_CAT_DSL + algebra_dsl() + DECOMPOSE_DSL
 
 
-@lru_cache(maxsize=1)
-def _builtin() -> tuple[Rule, ...]:
+@lru_cache(maxsize=4)
+def _builtin(version: int) -> tuple[Rule, ...]:
     return tuple(r.compile() for r in builtin_dsl_rules()) + tuple(SPLIT_CAT_HAND + ALGEBRA_HAND + BATCH_RULES)
 
 
 def builtin_rules() -> list[Rule]:
-    return list(_builtin())
+    """Every built-in rule (rules derived from the registry's rows follow ``eqsat.ops.register``)."""
+    return list(_builtin(ops.version()))
 
 
 def validate(rule: Rule | DslRule, check: bool = True) -> Rule:
@@ -46,7 +50,7 @@ def validate(rule: Rule | DslRule, check: bool = True) -> Rule:
     that does not compile, or (DSL rules, unless ``check=False``) a counterexample from
     ``rules.check`` on random admitted instances (a replacement whose shape, dtype or values differ
     from the pattern's) or no admitted instance at all."""
-    if getattr(rule, "family", None) in _egglog_names():
+    if getattr(rule, "family", None) in _egglog_names(ops.version()):
         raise RuleError(f"rule {rule.name!r}: family {rule.family!r} is a name the engine declares in egglog"
                         f" (a sort, constructor, function or ruleset); choose another")
     if isinstance(rule, DslRule):
@@ -63,21 +67,16 @@ def validate(rule: Rule | DslRule, check: bool = True) -> Rule:
     return rule
 
 
-_DECLARED = re.compile(r"\((?:function|relation|constructor|sort|ruleset)\s+([^\s()]+)")
-
-
-@lru_cache(maxsize=1)
-def _egglog_names() -> frozenset[str]:
+@lru_cache(maxsize=4)
+def _egglog_names(version: int = 0) -> frozenset[str]:
     """Names a user family cannot take: a family is declared as an egglog ruleset, egglog allows no
     shadowing, and the analysis and seed rulesets are the engine's own."""
-    decls = "\n".join([sorts()] + [d for r in builtin_rules() + shape_rules() for d in r.decls])
-    variants = re.findall(r"\((\w+)", sorts())  # the datatypes' constructors
-    return frozenset(_DECLARED.findall(decls) + variants + [ANALYSIS, SEED_RULESET, "true", "false"])  # literals
+    tables = {d.name for r in builtin_rules() + shape_rules() for d in r.decls if isinstance(d, (Relation, Function))}
+    return frozenset(declared_names() | tables | {ANALYSIS, SEED_RULESET, "true", "false"})  # literals
 
 
 @lru_cache(maxsize=256)
 def _compiles(rule: Rule) -> None:
-    from eqsat.egraph import EGraphError, Session
     try:
         Session([rule], shape_rules())
     except EGraphError as e:
@@ -148,6 +147,3 @@ def known_names(extra: Iterable[Rule] = ()) -> tuple[set[str], set[str]]:
     rules = all_rules() + list(extra)
     return {r.name for r in rules}, {r.family for r in rules}
 
-
-def shape_rules() -> list[Rule]:
-    return list(SHAPE_RULES)

@@ -1,7 +1,7 @@
 """Cons-list relations behind the DSL's list patterns ``pieces(split)`` and ``each(template, …)``.
 
 A list pattern cannot be one query term (its length varies), so each becomes a relation over list
-cells, built from the tail up in the ``analysis`` ruleset, then matched at the head:
+cells, built from the tail up in the analysis, then matched at the head:
 
 - ``Pieces_h(l, S, i, extras…)``: ``l`` is ``[each(S[i]), each(S[i+1]), …, each(S[n-1])]``. Its cells
   are ``Pieces_hCell(l, S, i, extras…, tail)`` first: walking ``(TCons (Get S i) t)`` itself joined
@@ -13,82 +13,85 @@ cells, built from the tail up in the ``analysis`` ruleset, then matched at the h
   made each of its one-cell-per-iteration steps scan the shape table (stack_squeezed's walk, 4,096
   pieces: 27 s; walking ``Each_hElem``: linear).
 
-``h`` hashes the template, so two rules with the same template share one relation.
+``h`` hashes the template's egglog text, so two rules with the same template share one relation.
 """
 from __future__ import annotations
 
 import hashlib
 
-from eqsat.schema import ANALYSIS
+from eqsat import to_egglog
+from eqsat.rulelang import DTYPE, INT, TENSOR, TLIST, TTUPLE, Relation, Var, cons, ctor, nil, rule, variables
 
-from . import dsl
-from .compile import EGG_SORT, Query, RuleError, variables
-
-_A = f":ruleset {ANALYSIS}"
+from .patterns import Each, RuleError, term_vars
+from .query import Query
 
 
 def _hash(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
-def _extras(terms, exclude) -> list[dsl.Var]:
+def _extras(terms, exclude) -> list[Var]:
     found: dict = {}
     for t in terms:
-        variables(t, found)
+        term_vars(t, found)
     return [v for v in found.values() if all(v is not e for e in exclude)]
 
 
-def pieces_relation(each) -> tuple[str, list[dsl.Var], list[str]]:
-    p = dsl.Var("_p", dsl.TENSOR)
+S = Var("S", TTUPLE)
+i = Var("i", INT)
+l, t, r = variables("l t r", TLIST)
+h = Var("h", TENSOR)
+_x, _s, _d = Var("_x", TENSOR), Var("_s", "IVec"), Var("_d", INT)
+
+
+def pieces_relation(each) -> tuple[Relation, list[Var], list]:
+    p = Var("_p", TENSOR)
     elem = each(p) if each is not None else p
     extras = _extras([elem], [p])
-    q = Query({id(p): "(Get S i)", **{id(v): f"_e{k}" for k, v in enumerate(extras)}})
-    elem_text = q.pattern(elem)
+    cols = [Var(f"_e{k}", v.sort) for k, v in enumerate(extras)]
+    q = Query({id(p): S[i], **{id(v): c for v, c in zip(extras, cols)}})
+    elem = q.pattern(elem)
     if q.facts:
         raise RuleError("pieces(each=…) takes a plain template (no list patterns, no .shape)")
-    cols = " ".join(f"_e{k}" for k in range(len(extras)))
-    rel = "Pieces_" + _hash(elem_text + cols)
-    sorts = " ".join(["TList TTuple i64"] + [EGG_SORT[v.sort] for v in extras])
+    name = "Pieces_" + _hash(to_egglog.term(elem) + " ".join(c.name for c in cols))
+    sorts = (TLIST, TTUPLE, INT) + tuple(v.sort for v in extras)
+    rel, cell = Relation(name, sorts), Relation(f"{name}Cell", sorts + (TLIST,))
     decls = [
-        f"(relation {rel} ({sorts}))",
-        f"(relation {rel}Cell ({sorts} TList))",
-        f"(rule ((= l (TCons {elem_text} t))) (({rel}Cell l S i {cols} t)) {_A})",
-        f"(rule (({rel}Cell l S i {cols} (TNil)) (= S (Split _x _s _d)) (= i (- (vec-length _s) 1)))"
-        f" (({rel} l S i {cols})) {_A})",
-        f"(rule (({rel}Cell l S i {cols} t) ({rel} t S (+ i 1) {cols})) (({rel} l S i {cols})) {_A})",
+        rel, cell,
+        rule(l == cons(elem, t)).then(cell(l, S, i, *cols, t)),
+        rule(cell(l, S, i, *cols, nil()), S == ctor("Split", _x, _s, _d), i == _s.len() - 1).then(rel(l, S, i, *cols)),
+        rule(cell(l, S, i, *cols, t), rel(t, S, i + 1, *cols)).then(rel(l, S, i, *cols)),
     ]
-    return rel, extras, [d.replace(" )", ")").replace("  ", " ") for d in decls]
+    return rel, extras, decls
 
 
-def each_relation(pat: dsl.Each) -> tuple[str, list[dsl.Var], list[str]]:
-    params = [dsl.Var(f"_a{k}", dsl.TENSOR) for k in range(len(pat.outs))]
+def each_relation(pat: Each) -> tuple[Relation, list[Var], list]:
+    params = [Var(f"_a{k}", TENSOR) for k in range(len(pat.outs))]
     elem = pat.template(*params)
     guards = list(pat.when(*params)) if pat.when else []
     extras = _extras([elem] + guards, params)
-    q = Query({**{id(p): f"_a{k}" for k, p in enumerate(params)},
-               **{id(v): f"_e{k}" for k, v in enumerate(extras)}})
-    elem_text = q.pattern(elem)
+    cols = [Var(f"_e{j}", v.sort) for j, v in enumerate(extras)]
+    q = Query({id(v): c for v, c in zip(extras, cols)})
+    elem = q.pattern(elem)
     for g in guards:
         q.guard(g)
     if q.late:
         raise RuleError("each(when=…) cannot use derived functions")
     k = len(params)
-    facts = " ".join(q.facts + [f"(= _t{j} (dtype _a{j}))" for j in range(k)])
-    ts = " ".join(f"_t{j}" for j in range(k))
-    es = " ".join(f"_e{j}" for j in range(len(extras)))
-    rel = "Each_" + _hash(elem_text + facts + es)
-    elem_sorts = " ".join(["Tensor"] * k + ["String"] * k + [EGG_SORT[v.sort] for v in extras])
-    sorts = " ".join(["TList"] + ["TList"] * k + ["String"] * k + [EGG_SORT[v.sort] for v in extras])
-    row = " ".join(f"_a{j}" for j in range(k)) + f" {ts} {es}"
-    base = " ".join(f"(TCons _a{j} (TNil))" for j in range(k))
-    step_in = " ".join(f"_o{j}" for j in range(k))
-    step_out = " ".join(f"(TCons _a{j} _o{j})" for j in range(k))
+    dtypes = [Var(f"_t{j}", DTYPE) for j in range(k)]
+    facts = q.facts + [dt == a.dtype for dt, a in zip(dtypes, params)]
+    name = "Each_" + _hash(to_egglog.term(elem) + " ".join(to_egglog.fact(f) for f in facts)
+                           + " ".join(c.name for c in cols))
+    extra_sorts = tuple(v.sort for v in extras)
+    rel = Relation(name, (TLIST,) * (k + 1) + (DTYPE,) * k + extra_sorts)
+    row = Relation(f"{name}Elem", (TENSOR,) * (k + 1) + (DTYPE,) * k + extra_sorts)
+    outs = [Var(f"_o{j}", TLIST) for j in range(k)]
     decls = [
-        f"(relation {rel} ({sorts}))",
-        f"(relation {rel}Elem (Tensor {elem_sorts}))",
-        f"(rule ((= h {elem_text}) {facts}) (({rel}Elem h {row})) {_A})",
-        f"(rule ((= l (TCons h (TNil))) ({rel}Elem h {row})) (({rel} l {base} {ts} {es})) {_A})",
-        f"(rule ((= l (TCons h r)) ({rel}Elem h {row}) ({rel} r {step_in} {ts} {es}))"
-        f" (({rel} l {step_out} {ts} {es})) {_A})",
+        rel, row,
+        rule(h == elem, *facts).then(row(h, *params, *dtypes, *cols)),
+        rule(l == cons(h, nil()), row(h, *params, *dtypes, *cols))
+        .then(rel(l, *(cons(a, nil()) for a in params), *dtypes, *cols)),
+        rule(l == cons(h, r), row(h, *params, *dtypes, *cols), rel(r, *outs, *dtypes, *cols))
+        .then(rel(l, *(cons(a, o) for a, o in zip(params, outs)), *dtypes, *cols)),
     ]
-    return rel, extras, [d.replace(" )", ")") for d in decls]
+    return rel, extras, decls

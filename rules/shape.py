@@ -1,171 +1,135 @@
 """Shape and dtype analysis for e-nodes that rewrites create (original nodes are seeded by lowering).
 
-Each rule derives the shape of a constructor from its inputs' shapes; ``shape`` merges by keeping the
-first value, so a seeded fact is never overwritten. A constructor without a rule here gets no shape
-when a rewrite creates it, and the cost model then never picks it. Rank-dependent rules (permute,
-broadcasting) are generated per rank from small tables.
+Every constructor's shape rule is compiled from its registry row's shape function (``eqsat.ops``),
+written with the DSL and read like a rewrite's replacement (``rules.query``: ``x.shape`` is a query
+variable, a derived function is demanded first), one clause per case. ``shape`` merges by keeping
+the first value, so a seeded fact is never overwritten; a constructor without a shape function gets
+no shape when a rewrite creates it, and the cost model then never picks it. Dtypes: a row that keeps
+its first operand's dtype (``Dtype.SAME``) gets that rule; keyed ops read the facts the session
+seeds from the rows (``KeepsDtype`` …); the pointwise family's promotions are written out below.
 """
+from __future__ import annotations
+
+from functools import lru_cache
+
+from eqsat import ops
 from eqsat.rule import Rule
-from eqsat.schema import ANALYSIS
+from eqsat.rulelang import (DTYPE, INT, STR, TENSOR, TLIST, TTUPLE, Call, Clause, Var, cons, lit, rule, set_,
+                            variables)
+from eqsat.schema import ANALYSIS, BoolResult, FloatDtype, KeepsDtype, KeepsIntDtype
 
-from .derived import DERIVED
+from . import dsl
+from .query import Query
 
-_S = ANALYSIS
-MAX_RANK = 6
-
-
-def _r(name: str, doc: str, *cmds: str, decls: tuple[str, ...] = ()) -> Rule:
-    return Rule(name, _S, doc, tuple(cmds), decls)
-
-
-def _permute(n: int) -> str:
-    gets = " ".join(f"(vec-get s (vec-get p {i}))" for i in range(n))
-    return f"(rule ((= e (Permute x p)) (= s (shape x)) (= {n} (vec-length p))) ((set (shape e) (vec-of {gets}))))"
+e, x, y, c = variables("e x y c", TENSOR)
+(f,) = variables("f", STR)
+(t,) = variables("t", DTYPE)
 
 
-def _pad(rank: int, m: int) -> str:
-    """Zero padding of the last ``m`` dims of a rank-``rank`` shape (pads last dim first, as torch)."""
-    def entry(k: int) -> str:
-        j = rank - 1 - k
-        return f"(+ (vec-get s {k}) (+ (vec-get p {2 * j}) (vec-get p {2 * j + 1})))" if j < m else f"(vec-get s {k})"
-    return (f"(rule ((= e (Pad x p)) (= s (shape x)) (= {rank} (vec-length s)) (= {2 * m} (vec-length p)))"
-            f" ((set (shape e) (vec-of {' '.join(entry(k) for k in range(rank))}))))")
+def _rows_by_ctor(has) -> list[ops.Op]:
+    """The first row of each constructor for which ``has(row)``, in registry order."""
+    out: dict[str, ops.Op] = {}
+    for op in ops.ALL_OPS:
+        if has(op):
+            out.setdefault(op.ctor, op)
+    return list(out.values())
 
 
-def _aligned(var: str, rank: int, out_rank: int, k: int) -> str:
-    """Entry k of a rank-``out_rank`` broadcast, read from a rank-``rank`` shape (missing dims are 1)."""
-    j = k - (out_rank - rank)
-    return f"(vec-get {var} {j})" if j >= 0 else "1"
+def _term(op: ops.Op) -> tuple[Call, list[Var]]:
+    """The term ``op(a0, a1, …)`` (a piece ``op(…)[i]`` of a tuple-valued op) and its variables."""
+    args = [Var(f"a{k}", s) for k, s in enumerate(op.args)]
+    term = Call(op.ctor, tuple(args), op.sort)
+    if op.sort == TTUPLE:
+        i = Var("i", INT)
+        return Call("Get", (term, i), TENSOR), args + [i]
+    return term, args
 
 
-def _broadcast(ranks: tuple[int, ...], ctor: str) -> str:
-    """Shape of a pointwise op whose operands have these ranks: NumPy broadcasting, entry by entry."""
-    names = "xyz"[: len(ranks)]
-    out = max(ranks)
-    entries = []
-    for k in range(out):
-        vals = [_aligned(f"s{v}", r, out, k) for v, r in zip(names, ranks)]
-        expr = vals[0]
-        for v in vals[1:]:
-            expr = f"(max {expr} {v})"
-        entries.append(expr)
-    facts = " ".join(f"(= s{v} (shape {v})) (= {r} (vec-length s{v}))" for v, r in zip(names, ranks))
-    args = " ".join(names)
-    return f"(rule ((= e ({ctor} f {args})) {facts}) ((set (shape e) (vec-of {' '.join(entries)}))))"
+def shape_rule(op: ops.Op) -> Rule:
+    """The analysis rule of ``op``'s constructor: one clause per case of its shape function."""
+    root, args = _term(op)
+    cases = op.shape(dsl, *args)
+    clauses, decls = [], []
+    for guards, shape in cases if isinstance(cases, list) else [([], cases)]:
+        q = Query()
+        q.facts.append(e == root)
+        for g in guards:
+            q.guard(g)
+        value = q.expr(shape)
+        clauses.append(Clause(tuple(q.query()), (set_(e.shape, value),)))
+        decls += q.decls + q.demand_clauses()
+    return Rule(f"shape_{op.ctor.lower()}", ANALYSIS, f"the shape of {root!r}, from its eqsat.ops row",
+                tuple(clauses), tuple(dict.fromkeys(decls)))
 
 
-_RANKS = range(0, MAX_RANK + 1)
-_BINARY = [_broadcast((a, b), "Binary") for a in _RANKS for b in _RANKS if max(a, b) > 0] + [
-    "(rule ((= e (Binary f x y)) (= 0 (vec-length (shape x))) (= 0 (vec-length (shape y))))"
-    " ((set (shape e) (vec-pop (vec-of 0)))))"]
-_TERNARY = [_broadcast((r, r, r), "Ternary") for r in range(1, MAX_RANK + 1)] + [
-    "(rule ((= e (Ternary f x y z)) (= s (shape x)) (= s (shape y)) (= s (shape z))) ((set (shape e) s)))"]
+def _first_tensor(op: ops.Op, root: Call, args: list[Var]) -> tuple[Var, list]:
+    """The operand whose dtype the result keeps: the first tensor, or the head of the first list."""
+    k = next(k for k, s in enumerate(op.args) if s in (TENSOR, TLIST))
+    if op.args[k] == TENSOR:
+        return args[k], []
+    head = Var("h", TENSOR)
+    return head, [args[k] == cons(head, Var("r", TLIST))]
 
-# Reduce over sorted dims: keepdim sets each to 1; otherwise they are removed, last first.
-_REDUCE = (
-    "(function reduce-shape (IVec IVec i64 i64) IVec :merge old)",  # (shape, dims, keepdim, k done)
-    f"(rule ((= e (Reduce f x dims keep)) (= s (shape x))) ((set (reduce-shape s dims keep 0) s)) :ruleset {ANALYSIS})",
-    "(rule ((= r (reduce-shape s dims 1 k)) (< k (vec-length dims)))"
-    f" ((set (reduce-shape s dims 1 (+ k 1)) (vec-set r (vec-get dims k) 1))) :ruleset {ANALYSIS})",
-    "(rule ((= r (reduce-shape s dims 0 k)) (< k (vec-length dims)))"
-    f" ((set (reduce-shape s dims 0 (+ k 1)) (vec-remove r (vec-get dims (- (- (vec-length dims) 1) k))))) :ruleset {ANALYSIS})",
-)
-_LIST_LEN = (
-    "(function list-len (TList) i64 :merge old)",
-    f"(rule ((= l (TNil))) ((set (list-len l) 0)) :ruleset {ANALYSIS})",
-    f"(rule ((= l (TCons h r)) (= n (list-len r))) ((set (list-len l) (+ n 1))) :ruleset {ANALYSIS})",
-)
 
-_INSERT = DERIVED["insert"].decls
+def _same_dtype(op: ops.Op) -> Clause:
+    root, args = _term(op)
+    operand, binds = _first_tensor(op, root, args)
+    return rule(e == root, *binds, t == operand.dtype).then(set_(e.dtype, t))
 
-SHAPE_RULES: list[Rule] = [
-    _r("shape_unary", "pointwise unary keeps the shape",
-       "(rule ((= e (Unary f x)) (= s (shape x))) ((set (shape e) s)))"),
-    _r("shape_binary", "NumPy broadcasting of the two operands (ranks 0–6)", *_BINARY),
-    _r("shape_ternary", "broadcasting of three operands of one rank, or equal shapes", *_TERNARY),
-    _r("shape_narrow", "narrow sets the extent of one dim",
-       "(rule ((= e (Narrow x d st l)) (= s (shape x))) ((set (shape e) (vec-set s d l))))"),
-    _r("shape_split_piece", "piece i of a split has extent sizes[i] along the split dim",
-       "(rule ((= e (Get (Split x sizes d) i)) (= s (shape x))) ((set (shape e) (vec-set s d (vec-get sizes i)))))"),
-    _r("shape_view", "view/expand carry their result shape",
-       "(rule ((= e (View x s))) ((set (shape e) s)))",
-       "(rule ((= e (Expand x s))) ((set (shape e) s)))"),
-    _r("shape_permute", "permute reorders the dims (ranks 1–6)", *[_permute(n) for n in range(1, MAX_RANK + 1)]),
-    _r("shape_squeeze", "squeeze removes a size-1 dim",
-       "(rule ((= e (Squeeze x d)) (= s (shape x)) (= 1 (vec-get s d))) ((set (shape e) (vec-remove s d))))"),
-    _r("shape_unsqueeze", "unsqueeze inserts a 1 at the dim",
-       "(rule ((= e (Unsqueeze x d)) (= s (shape x))) ((insert-demand s d 1)))",
-       "(rule ((= e (Unsqueeze x d)) (= s (shape x)) (= t (insert s d 1))) ((set (shape e) t)))",
-       decls=_INSERT),
-    _r("shape_stack", "stack inserts the number of tensors at the dim",
-       "(rule ((= e (Stack l d)) (= l (TCons x r)) (= s (shape x)) (= n (list-len l))) ((insert-demand s d n)))",
-       "(rule ((= e (Stack l d)) (= l (TCons x r)) (= s (shape x)) (= n (list-len l)) (= t (insert s d n)))"
-       " ((set (shape e) t)))",
-       decls=_INSERT + _LIST_LEN),
-    _r("shape_pad", "zero padding adds its pads to the padded dims (ranks 1–6)",
-       *[_pad(r, m) for r in range(1, MAX_RANK + 1) for m in range(1, r + 1)]),
-    _r("shape_contiguous", "contiguous keeps the shape",
-       "(rule ((= e (Contiguous x)) (= s (shape x))) ((set (shape e) s)))"),
-    _r("shape_reduce", "reduce sets its (sorted) dims to 1, or removes them",
-       "(rule ((= e (Reduce f x dims keep)) (= s (shape x)) (= t (reduce-shape s dims keep (vec-length dims))))"
-       " ((set (shape e) t)))",
-       decls=_REDUCE),
-    _r("shape_norms", "softmax and layer_norm keep the shape",
-       "(rule ((= e (Softmax f x d)) (= s (shape x))) ((set (shape e) s)))",
-       "(rule ((= e (LayerNorm x n w b eps)) (= s (shape x))) ((set (shape e) s)))"),
-    _r("shape_linear", "linear replaces the last dim with the weight's rows",
-       "(rule ((= e (Linear x w b)) (= s (shape x)) (= t (shape w)))"
-       " ((set (shape e) (vec-set s (- (vec-length s) 1) (vec-get t 0)))))"),
-    _r("shape_matmuls", "mm/addmm: (n, k)·(k, m); bmm/baddbmm: batched; matmul: ND·2D or equal-rank batched",
-       "(rule ((= e (Mm a b)) (= s (shape a)) (= t (shape b))) ((set (shape e) (vec-of (vec-get s 0) (vec-get t 1)))))",
-       "(rule ((= e (Addmm c a b)) (= s (shape a)) (= t (shape b))) ((set (shape e) (vec-of (vec-get s 0) (vec-get t 1)))))",
-       "(rule ((= e (Bmm a b)) (= s (shape a)) (= t (shape b)))"
-       " ((set (shape e) (vec-of (vec-get s 0) (vec-get s 1) (vec-get t 2)))))",
-       "(rule ((= e (Baddbmm c a b)) (= s (shape a)) (= t (shape b)))"
-       " ((set (shape e) (vec-of (vec-get s 0) (vec-get s 1) (vec-get t 2)))))",
-       "(rule ((= e (Matmul a b)) (= s (shape a)) (= t (shape b)) (>= (vec-length s) 2) (= 2 (vec-length t)))"
-       " ((set (shape e) (vec-set s (- (vec-length s) 1) (vec-get t 1)))))",
-       "(rule ((= e (Matmul a b)) (= s (shape a)) (= t (shape b)) (> (vec-length s) 2) (= (vec-length s) (vec-length t)))"
-       " ((set (shape e) (vec-set s (- (vec-length s) 1) (vec-get t (- (vec-length t) 1))))))"),
-    _r("shape_cat", "cat sums the extents of its pieces along the dim",
-       "(rule ((= e (Cat l d))) ((CatExtentDemand l d)))",
-       "(rule ((CatExtentDemand l d) (= l (TCons x rest))) ((CatExtentDemand rest d)))",
-       "(rule ((CatExtentDemand l d) (= l (TNil))) ((set (cat-extent l d) 0)))",
-       "(rule ((CatExtentDemand l d) (= l (TCons x rest)) (= s (shape x)) (= n (cat-extent rest d)))"
-       " ((set (cat-extent l d) (+ n (vec-get s d)))))",
-       "(rule ((= e (Cat l d)) (= l (TCons x rest)) (= s (shape x)) (= n (cat-extent l d)))"
-       " ((set (shape e) (vec-set s d n))))",
-       decls=("(relation CatExtentDemand (TList i64))", "(function cat-extent (TList i64) i64 :merge old)")),
-]
 
-# -- dtypes ------------------------------------------------------------------------------------------
-# Which op keys keep or set which dtype (``KeepsDtype``, ``KeepsIntDtype``, ``BoolResult``) and which
-# dtypes are floating (``FloatDtype``) are facts the session seeds from the op registry (eqsat.ops).
-SHAPE_RULES += [
-    _r("dtype_views", "views and copies keep the dtype",
-       *[f"(rule ((= e ({c})) (= t (dtype x))) ((set (dtype e) t)))" for c in (
-           "Narrow x a b c", "View x s", "Permute x s", "Expand x s", "Unsqueeze x d", "Squeeze x d",
-           "Contiguous x", "Pad x p", "Get (Split x s d) i")],
-       "(rule ((= e (Cat (TCons x r) d)) (= t (dtype x))) ((set (dtype e) t)))",
-       "(rule ((= e (Stack (TCons x r) d)) (= t (dtype x))) ((set (dtype e) t)))"),
-    _r("dtype_pointwise", "dtype-preserving ops keep a floating dtype; integer dtypes only through ops that"
-       " cannot promote (relu, add, …); a Python int keeps a non-bool dtype, a float a floating one;"
-       " comparisons give bool",
-       *[rule.format(keep=keep, guard=guard) for keep, guard in (("KeepsDtype", "(FloatDtype t)"),
-                                                                   ("KeepsIntDtype", '(!= t "bool")'))
-         for rule in (
-             "(rule ((= e (Unary f x)) ({keep} f) (= t (dtype x)) {guard}) ((set (dtype e) t)))",
-             "(rule ((= e (Binary f x y)) ({keep} f) (= t (dtype x)) (= t (dtype y)) {guard}) ((set (dtype e) t)))",
-             '(rule ((= e (Binary f x y)) ({keep} f) (= t (dtype x)) (= "scalar" (dtype y)) {guard}) ((set (dtype e) t)))',
-             '(rule ((= e (Binary f x y)) ({keep} f) (= t (dtype y)) (= "scalar" (dtype x)) {guard}) ((set (dtype e) t)))',
-             "(rule ((= e (Ternary f c x y)) ({keep} f) (= t (dtype x)) (= t (dtype y)) {guard}) ((set (dtype e) t)))")],
-       '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype x)) (= "scalar_float" (dtype y)) (FloatDtype t)) ((set (dtype e) t)))',
-       '(rule ((= e (Binary f x y)) (KeepsDtype f) (= t (dtype y)) (= "scalar_float" (dtype x)) (FloatDtype t)) ((set (dtype e) t)))',
-       '(rule ((= e (Unary f x)) (BoolResult f)) ((set (dtype e) "bool")))',
-       '(rule ((= e (Binary f x y)) (BoolResult f)) ((set (dtype e) "bool")))'),
-    _r("dtype_compute", "matmuls, norms and float reductions keep their (first) input's dtype",
-       *[f"(rule ((= e ({c})) (= t (dtype x))) ((set (dtype e) t)))" for c in (
-           "Linear x w b", "Mm x b", "Bmm x b", "Matmul x b", "Addmm c x b", "Baddbmm c x b",
-           "Softmax f x d", "LayerNorm x n w b eps")],
-       "(rule ((= e (Reduce f x dims keep)) (= t (dtype x)) (FloatDtype t)) ((set (dtype e) t)))"),
-]
+def _keyed_dtype(op: ops.Op) -> list[Clause]:
+    """A keyed op other than a pointwise one (a reduction) keeps its operand's dtype or gives bool, as
+    its key's row says (a clause for each kind of dtype its constructor's rows have)."""
+    root, args = _term(op)
+    operand, binds = _first_tensor(op, root, args)
+    key = args[0]
+    kinds = {row.dtype for row in ops.ALL_OPS if row.ctor == op.ctor}
+    clauses = {
+        ops.Dtype.FLOAT: rule(e == root, *binds, KeepsDtype(key), t == operand.dtype, FloatDtype(t)).then(set_(e.dtype, t)),
+        ops.Dtype.ANY: rule(e == root, *binds, KeepsIntDtype(key), t == operand.dtype, t != "bool").then(set_(e.dtype, t)),
+        ops.Dtype.BOOL: rule(e == root, BoolResult(key)).then(set_(e.dtype, "bool")),
+    }
+    return [c for kind, c in clauses.items() if kind in kinds]
+
+
+def _pointwise_dtype() -> list[Clause]:
+    """Dtype-preserving pointwise ops keep a floating dtype; integer dtypes only through ops that cannot
+    promote (relu, add, …); a Python int keeps a non-bool dtype, a float a floating one; comparisons
+    give bool."""
+    out = []
+    for keep, guard in ((KeepsDtype, FloatDtype(t)), (KeepsIntDtype, t != "bool")):
+        out += [
+            rule(e == dsl.unary(f, x), keep(f), t == x.dtype, guard).then(set_(e.dtype, t)),
+            rule(e == dsl.binary(f, x, y), keep(f), t == x.dtype, t == y.dtype, guard).then(set_(e.dtype, t)),
+            rule(e == dsl.binary(f, x, y), keep(f), t == x.dtype, lit("scalar") == y.dtype, guard).then(set_(e.dtype, t)),
+            rule(e == dsl.binary(f, x, y), keep(f), t == y.dtype, lit("scalar") == x.dtype, guard).then(set_(e.dtype, t)),
+            rule(e == dsl.ternary(f, c, x, y), keep(f), t == x.dtype, t == y.dtype, guard).then(set_(e.dtype, t)),
+        ]
+    return out + [
+        rule(e == dsl.binary(f, x, y), KeepsDtype(f), t == x.dtype, lit("scalar_float") == y.dtype, FloatDtype(t))
+        .then(set_(e.dtype, t)),
+        rule(e == dsl.binary(f, x, y), KeepsDtype(f), t == y.dtype, lit("scalar_float") == x.dtype, FloatDtype(t))
+        .then(set_(e.dtype, t)),
+        rule(e == dsl.unary(f, x), BoolResult(f)).then(set_(e.dtype, "bool")),
+        rule(e == dsl.binary(f, x, y), BoolResult(f)).then(set_(e.dtype, "bool")),
+    ]
+
+
+@lru_cache(maxsize=4)
+def _shape_rules(version: int) -> tuple[Rule, ...]:
+    shapes = [shape_rule(op) for op in _rows_by_ctor(lambda op: op.shape is not None)]
+    keyed = _rows_by_ctor(lambda op: op.args[:1] == (STR,) and op.ctor not in ops.KEYED_POINTWISE
+                          and op.dtype in (ops.Dtype.FLOAT, ops.Dtype.ANY, ops.Dtype.BOOL))
+    return tuple(shapes) + (
+        Rule("dtype_same", ANALYSIS, "views, copies, matmuls and norms keep their first operand's dtype",
+             tuple(_same_dtype(op) for op in _rows_by_ctor(lambda op: op.dtype is ops.Dtype.SAME))),
+        Rule("dtype_keyed", ANALYSIS, "reductions keep a float dtype, or give bool, as their key's row says",
+             tuple(c for op in keyed for c in _keyed_dtype(op))),
+        Rule("dtype_pointwise", ANALYSIS, "pointwise ops keep a float (or, where they cannot promote, any) dtype;"
+             " comparisons give bool", tuple(_pointwise_dtype())),
+    )
+
+
+def shape_rules() -> list[Rule]:
+    """The shape and dtype analysis of every constructor in the registry (rebuilt when a row is added)."""
+    return list(_shape_rules(ops.version()))

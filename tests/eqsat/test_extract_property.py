@@ -5,19 +5,17 @@ from hypothesis import strategies as st
 import rules.library as library
 from eqsat.cost import CostModel
 from eqsat.extract import extract, is_acyclic, is_complete
-from eqsat.rule import Rule
 from eqsat_graphs import Program, input_choice, input_in, roots_of, union, view_of
+from rules.dsl import cat, ints, ivec, relu, rewrite, split, tensor
 
-EXTRA_RULES = [
-    Rule("relu_idem", "algebra", "relu(relu(x)) = relu(x)",
-         ('(rewrite (Unary "relu" (Unary "relu" x)) (Unary "relu" x))',)),
-    Rule("cat_of_split", "algebra", "cat(split(x, [a, b], d), d) = x",
-         ("(rewrite (Cat (TCons (Get (Split x s d) 0) (TCons (Get (Split x s d) 1) (TNil))) d) x"
-          " :when ((= 2 (vec-length s))))",)),
-    Rule("relu_of_cat", "algebra", "relu(cat(a, b)) = cat(relu(a), relu(b))",
-         ('(rewrite (Unary "relu" (Cat (TCons a (TCons b (TNil))) d))'
-          ' (Cat (TCons (Unary "relu" a) (TCons (Unary "relu" b) (TNil))) d))',)),
-]
+_x, _a, _b, _s, _d = tensor("x"), tensor("a"), tensor("b"), ivec("s"), ints("d")
+EXTRA_RULES = [r.compile() for r in (
+    rewrite("relu_idem", relu(relu(_x)), relu(_x), family="algebra", doc="relu(relu(x)) = relu(x)"),
+    rewrite("cat_of_split", cat([split(_x, _s, _d)[0], split(_x, _s, _d)[1]], _d), _x, [_s.len() == 2],
+            family="algebra", doc="cat(split(x, [a, b], d), d) = x"),
+    rewrite("relu_of_cat", relu(cat([_a, _b], _d)), cat([relu(_a), relu(_b)], _d), family="algebra",
+            doc="relu(cat(a, b)) = cat(relu(a), relu(b))"),
+)]
 RULES = library.select() + EXTRA_RULES
 
 step = st.tuples(st.sampled_from(["relu", "exp", "add", "linear", "split_cat", "sum", "cat"]),

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from eqsat.rule import Rule
+from eqsat.rulelang import TENSOR, Call, Var, rule, union
 from fx_bridge import eqsat_backend
 from rules import RuleError
 
@@ -11,8 +12,9 @@ def _f(x):
     return torch.cat(torch.split(x.relu(), 2, dim=1), dim=1) * 3
 
 
+_e, _x = Var("e", TENSOR), Var("x", TENSOR)
 BROKEN = Rule("broken", "algebra", "refers to a constructor that does not exist",
-              ("(rewrite (NoSuchOp x) x)",))
+              (rule(_e == Call("NoSuchOp", (_x,), TENSOR)).then(union(_e, _x)),))
 
 
 def test_broken_rule_is_refused_when_the_backend_is_built():

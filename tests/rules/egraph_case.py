@@ -1,4 +1,6 @@
-"""A tiny harness for rule tests at the e-graph level: declare inputs, let terms, saturate, ask unions."""
+"""A tiny harness for rule tests at the e-graph level: declare inputs, let terms, saturate, ask unions
+(through the session's private ``_command`` hook: terms here are egglog text).
+"""
 from __future__ import annotations
 
 from eqsat.egraph import Budget, EGraphError, Session
@@ -41,7 +43,7 @@ class Case:
         self.fired: dict[str, int] = {}
 
     def let(self, name: str, term: str) -> "Case":
-        self.s.command(f"(let ${name} {term})")
+        self.s._command(f"(let ${name} {term})")
         return self
 
     def run(self) -> "Case":
@@ -50,7 +52,7 @@ class Case:
 
     def same(self, a: str, b: str) -> bool:
         try:
-            self.s.command(f"(check (= {a} {b}))")
+            self.s._command(f"(check (= {a} {b}))")
             return True
         except EGraphError:
             return False
@@ -58,7 +60,7 @@ class Case:
     def shape(self, term: str) -> tuple | None:
         """The derived shape of ``term`` (None when the analysis gave it none)."""
         try:
-            (out,) = self.s.command(f"(extract (shape {term}))")
+            (out,) = self.s._command(f"(extract (shape {term}))")
         except EGraphError:
             return None
         text = out.termdag.to_string(out.term)
@@ -66,7 +68,7 @@ class Case:
 
     def dtype(self, term: str) -> str | None:
         try:
-            (out,) = self.s.command(f"(extract (dtype {term}))")
+            (out,) = self.s._command(f"(extract (dtype {term}))")
         except EGraphError:
             return None
         return out.termdag.to_string(out.term).strip('"')

@@ -4,6 +4,8 @@ import types
 import pytest
 
 import rules
+from eqsat import to_egglog
+from eqsat.rulelang import Clause
 from rules.__main__ import main
 from rules.compile import RuleError
 from rules.dsl import (birewrite, cat, eq, ints, ivec, narrow, opkey, pieces, relu, rewrite, split,
@@ -14,11 +16,17 @@ d, a, n, e = ints("d a n e")
 s = ivec("s")
 
 
+def _text(rule) -> list[str]:
+    """The egglog a compiled rule's clauses become (the session adds ruleset and name)."""
+    return [to_egglog.clause(c) for c in rule.clauses]
+
+
 def test_a_rule_compiles_to_one_egglog_rule():
     r = rewrite("cat_all", cat(pieces(split(x, s, d)), d), x).compile()
-    (cmd,) = r.commands
+    (cmd,) = _text(r)
     assert cmd.startswith("(rule (") and "(union _root x)" in cmd and "(Cat _l1 d)" in cmd
-    assert any(decl.startswith("(relation Pieces_") for decl in r.decls)
+    decls = [to_egglog.declaration(d) for d in r.decls if not isinstance(d, Clause)]
+    assert any(decl.startswith("(relation Pieces_") for decl in decls)
 
 
 def test_given_terms_bind_what_the_pattern_cannot_reach():
@@ -28,7 +36,7 @@ def test_given_terms_bind_what_the_pattern_cannot_reach():
     piece = split(S[i], t, d)
     with pytest.raises(RuleError, match="replacement uses i, t"):
         rewrite("g", S[a], split(x, t, d)[i], when=[a < i]).compile()
-    (cmd,) = rewrite("g", S[a], split(x, t, d)[i], when=[a < i], given=[piece]).compile().commands
+    (cmd,) = _text(rewrite("g", S[a], split(x, t, d)[i], when=[a < i], given=[piece]).compile())
     assert "(= _given0 (Split (Get (Split x s d) i) t d))" in cmd and "(< a i)" in cmd
     with pytest.raises(RuleError, match="one direction only"):
         rules.dsl.DslRule("g", S[a], S[a], given=[piece], bidirectional=True)
@@ -38,7 +46,7 @@ def test_guards_and_shapes_become_query_facts():
     r = rewrite("g", narrow(x, d, a, n), x, when=[x.shape[d] % 8 == 0, x.dtype == y.dtype]).compile
     with pytest.raises(RuleError, match="'g'.*guard uses y"):
         r()
-    cmd = rewrite("g", narrow(x, d, a, n), x, when=[x.shape[d] % 8 == 0]).compile().commands[0]
+    cmd = _text(rewrite("g", narrow(x, d, a, n), x, when=[x.shape[d] % 8 == 0]).compile())[0]
     assert "(= _s1 (shape x))" in cmd and "(= (% (vec-get _s1 d) 8) 0)" in cmd
 
 
@@ -49,7 +57,7 @@ def test_doc_reads_like_the_math():
 
 def test_bidirectional_compiles_both_ways():
     r = birewrite("relu_narrow", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n)))
-    assert len(r.compile().commands) == 2
+    assert len(r.compile().clauses) == 2
     assert rules.check(r).ok
 
 
@@ -118,7 +126,30 @@ def test_names_that_reach_egglog_must_be_identifiers(name, family):
         rewrite(name, relu(relu(x)), relu(x), family=family)
     assert repr(name if family == "user" else family) in str(info.value)
     with pytest.raises(ValueError, match=r"identifier"):
-        Rule(name, family, "a hand-written rule", ('(rewrite (Unary "relu" (Unary "relu" x)) (Unary "relu" x))',))
+        Rule(name, family, "a hand-written rule", ())
+
+
+def test_the_compiler_prints_names_as_data():
+    """Whatever builds a rule value, the compiler checks each name it prints and quotes strings: a
+    ruleset, a variable or a table that is not a name is refused, and an op key carrying egglog text
+    stays one string in the e-graph."""
+    from eqsat.egraph import Budget, Session
+    from eqsat.rulelang import TENSOR, Relation, Var, rule as clause
+    from eqsat.terms import Term
+    from rules.library import shape_rules
+
+    c = clause(Relation("R", (TENSOR,))(x)).then()
+    for bad in (lambda: to_egglog.clause(c, INJECTED), lambda: to_egglog.ruleset(INJECTED),
+                lambda: Var(INJECTED, TENSOR), lambda: Relation(INJECTED, (TENSOR,))):
+        with pytest.raises(ValueError):
+            bad()
+    key = 'relu" x)) (panic "INJECTED") ("'
+    r = rewrite("quoted_key", unary(key, unary(key, x)), unary(key, x)).compile()
+    assert '(panic' in to_egglog.clause(r.clauses[0]) and '\\"' in to_egglog.clause(r.clauses[0])
+    s = Session([r], shape_rules())
+    x_ = s.let("$x", Term("Input", ("x",)))
+    s.let("$y", Term("Unary", (key, Term("Unary", (key, x_)))))
+    assert s.saturate(Budget(iterations=2)).fired["quoted_key"] >= 1  # the key stayed one string
 
 
 def test_variable_names_must_be_identifiers():

@@ -188,7 +188,7 @@ def interleaved(steps: dict[str, Callable[[], object]], rounds: int, time_one: C
     mode over the rounds is the noise a ratio must beat."""
     names = list(steps)
     runs: dict[str, list] = {name: [] for name in names}
-    for r in range(rounds):
+    for r in range(rounds if names else 0):   # every mode failed to compile: nothing to time
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
             runs[name].append(time_one(steps[name]))
@@ -197,8 +197,10 @@ def interleaved(steps: dict[str, Callable[[], object]], rounds: int, time_one: C
 
 def paired_latency(steps: dict[str, Callable[[], object]], device: str, rounds: int,
                    min_seconds: float) -> dict[str, list[dict]]:
-    """``measure.latency`` of every compiled mode, in interleaved rounds (``interleaved``)."""
-    return interleaved(steps, rounds, lambda step: measure.latency(step, device, min_seconds))
+    """``measure.latency`` of every compiled mode, in interleaved rounds (``interleaved``), holding the
+    device to itself (``measure.device_to_myself``) for all of them."""
+    with measure.device_to_myself():
+        return interleaved(steps, rounds, lambda step: measure.latency(step, device, min_seconds))
 
 
 def latency_summary(runs: list[dict]) -> dict:

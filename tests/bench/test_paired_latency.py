@@ -1,7 +1,10 @@
 """The harness times the modes of a model side by side: interleaved rounds, and no shared code."""
+import threading
+import time
+
 import torch
 
-from bench import runner
+from bench import measure, runner
 from bench.modes import compile_model
 from fx_bridge import inductor_metrics
 
@@ -13,6 +16,31 @@ def test_rounds_interleave_every_mode_and_rotate_the_order():
     assert {name: len(r) for name, r in runs.items()} == {"a": 3, "b": 3, "c": 3}
     order = [name for i, name in enumerate(calls) if i == 0 or calls[i - 1] != name]  # one entry per timing
     assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+def test_a_model_whose_every_mode_failed_has_nothing_to_time():
+    assert runner.paired_latency({}, "cpu", rounds=3, min_seconds=0.0) == {}
+
+
+def test_timing_waits_for_the_device_lock_another_process_holds(tmp_path, monkeypatch):
+    """Harness processes sharing one GPU take turns timing (``BENCH_DEVICE_LOCK``)."""
+    monkeypatch.setenv("BENCH_DEVICE_LOCK", str(tmp_path / "gpu.lock"))
+    events: list[str] = []
+    holding = threading.Event()
+
+    def other_process():
+        with measure.device_to_myself():   # its own open file: flock excludes it as another process
+            events.append("other in")
+            holding.set()
+            time.sleep(0.3)
+            events.append("other out")
+
+    thread = threading.Thread(target=other_process)
+    thread.start()
+    assert holding.wait(timeout=30), "the other process never got the lock"
+    runner.paired_latency({"a": lambda: events.append("timed")}, "cpu", rounds=1, min_seconds=0.0)
+    thread.join()
+    assert events.index("other out") < events.index("timed")
 
 
 def test_summary_is_the_median_of_the_rounds_with_every_round_kept():

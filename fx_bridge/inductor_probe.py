@@ -14,9 +14,9 @@ H200 (torch 2.11), on 18 graphs (pointwise cats of 3, 8 and 10 inputs, matmuls, 
 and mix-order reductions, a 231-node chain, a training step's forward and backward), the launches
 counted here were those in the real compile's wrapper code, and this CPU's fake path counted the same.
 
-Not modelled: parameter folding under ``freezing`` (graph attributes become inputs), autotuned
-templates (``max_autotune`` is off here), ``pad_mm``'s benchmarked padding, CUDA graphs, symbolic
-sizes (refused), training (inputs never require grad: an Aten backward graph is measured as it is).
+Under ``freezing`` (``frozen=True``) what only parameters feed is folded first, as Inductor folds it.
+Not modelled: autotuned templates (``max_autotune`` is off here), ``pad_mm``'s benchmarked padding,
+CUDA graphs, symbolic sizes (refused), training (inputs never require grad: an Aten backward graph is measured as it is).
 User-installed custom passes do not run (ours would recurse).
 """
 from __future__ import annotations
@@ -100,9 +100,10 @@ def available(device: str) -> bool:
 
 
 def count_launches(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], device: str = "cuda",
-                   dialect: str = "aten") -> Launches:
+                   dialect: str = "aten", frozen: bool = False) -> Launches:
     """Launches Inductor would emit for ``gm`` on ``device`` ("cuda"). ``dialect``: "aten" for a
-    post-grad (functional Aten) graph, "torch" for a Dynamo graph. ``gm`` and the inputs are left as
+    post-grad (functional Aten) graph, "torch" for a Dynamo graph. ``frozen``: Inductor's ``freezing``
+    will fold the parameters into constants (``_fold_parameters``). ``gm`` and the inputs are left as
     they are, and so is every global setting and counter. Raises :class:`ProbeError`."""
     if device != "cuda" or not available(device):
         raise ProbeError(f"cannot probe Inductor for device {device!r} here")
@@ -110,7 +111,7 @@ def count_launches(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], devi
         raise ProbeError(f"unknown dialect {dialect!r}: 'aten' or 'torch'")
     try:
         with _isolated(), _fake_gpu():
-            fake_mode, gm, inputs = _fake_copy(gm, example_inputs, dialect)
+            fake_mode, gm, inputs = _fake_copy(gm, example_inputs, dialect, frozen)
             with fake_mode, V.set_fake_mode(fake_mode), torch.no_grad():
                 if dialect == "torch":
                     return _count_torch(gm, inputs, fake_mode)
@@ -122,11 +123,11 @@ def count_launches(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], devi
 
 
 # -- the graph on fake cuda tensors ----------------------------------------------------------------
-def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str):
+def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str, frozen: bool = False):
     """A copy of ``gm`` whose tensor attributes are inputs, and fake inputs of the same sizes,
     strides and dtypes, none requiring grad (on a CPU-only build a fake cuda tensor that requires
     grad aborts the process). A program with no cuda input (traced on the CPU) is moved to cuda:
-    its inputs, device literals and factories."""
+    its inputs, device literals and factories. ``frozen``: what only parameters feed is folded."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
@@ -138,12 +139,44 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     graph = torch.fx.Graph()
     graph.output(tuple(pytree.tree_leaves(graph.graph_copy(gm.graph, {}))))  # Inductor wants them flat
     attrs = _lift_attributes(gm, graph)
+    folded = []
+    if frozen:
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        params = {p for p, x in zip(placeholders, (*attrs, *example_inputs)) if p.name.startswith("_probe_attr_")
+                  or isinstance(x, torch.nn.Parameter)}
+        folded = _fold_parameters(graph, params)
     if move:
         _move_to_cuda(graph, dialect)
     mode = FakeTensorMode()
     with mode:
-        inputs = [_fake(x, _CUDA if move else x.device) for x in (*attrs, *example_inputs)]
+        inputs = [_fake(x, _CUDA if move else x.device) for x in (*attrs, *example_inputs, *folded)]
     return mode, torch.fx.GraphModule(torch.nn.Module(), graph), inputs
+
+
+def _fold_parameters(graph: torch.fx.Graph, params: set[torch.fx.Node]) -> list[torch.Tensor]:
+    """Freezing: every tensor computed from parameters alone (a cat of weights, a transposed weight)
+    is a constant Inductor folds before it schedules, so it launches nothing. Each such value read by
+    the rest of the graph becomes a trailing input; their traced values, in order. A value with no
+    traced tensor metadata stays computed (it is then counted, as it was before this fold)."""
+    constant = set(params)
+    for node in graph.nodes:
+        inputs = node.all_input_nodes
+        value = node.meta.get("example_value", node.meta.get("val"))
+        if node.op in ("call_function", "call_method") and inputs and constant.issuperset(inputs) \
+                and isinstance(value, torch.Tensor):
+            constant.add(node)
+    read = [n for n in graph.nodes if n in constant and n not in params
+            and any(u not in constant for u in n.users)]
+    last = [n for n in graph.nodes if n.op == "placeholder"][-1]
+    values = []
+    for node in reversed(read):       # each inserted right after the last input: reversed keeps order
+        with graph.inserting_after(last):
+            placeholder = graph.placeholder(f"_probe_folded_{node.name}")
+        placeholder.meta = dict(node.meta)
+        node.replace_all_uses_with(placeholder)
+        values.append(node.meta.get("example_value", node.meta.get("val")))
+    graph.eliminate_dead_code()
+    return values[::-1]
 
 
 def _fake(x: Any, device: torch.device) -> Any:

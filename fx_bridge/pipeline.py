@@ -161,7 +161,8 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     if not report.changed and not opts.always_raise:
         return original, report
     if report.changed and _verifies(opts, example_inputs):
-        current_gm = _inductor_decides(original, current_gm, example_inputs, current_low.dialect, report, deadline)
+        current_gm = _inductor_decides(original, current_gm, example_inputs, current_low.dialect, report, deadline,
+                                       opts.cost.frozen_params)
         if current_gm is original:
             return original, report
     if opts.validate and current_gm is not original:
@@ -179,7 +180,7 @@ def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:
 
 
 def _inductor_decides(original, optimized, example_inputs, dialect: str, report: Report,
-                      deadline: Deadline) -> torch.fx.GraphModule:
+                      deadline: Deadline, frozen: bool = False) -> torch.fx.GraphModule:
     """Our program, or the input when Inductor's own lowering and scheduler say it launches fewer
     kernels (``fx_bridge.verify``): the model proposes, Inductor decides (issue 29). With no time
     left it is not measured, and the note says so."""
@@ -188,7 +189,7 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
         return optimized
     with _phase(report, "verify"):
         choice = verify.choose([(verify.INPUT, original), ("optimized", optimized)],
-                               lambda g: inductor_probe.count_launches(g, example_inputs, "cuda", dialect))
+                               lambda g: inductor_probe.count_launches(g, example_inputs, "cuda", dialect, frozen))
     report.inductor_launches = {name: m if isinstance(m, str) else m.total for name, m in choice.measured.items()}
     report.notes.append(f"Inductor decides: {choice.note}")
     if choice.name == verify.INPUT:

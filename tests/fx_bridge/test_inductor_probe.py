@@ -262,3 +262,21 @@ def test_installed_custom_passes_do_not_run_in_a_probe():
     with inductor_config.patch(passes):
         count_launches(gm, inputs, dialect="torch")
     assert ran == []
+
+
+def test_under_freezing_what_only_parameters_feed_launches_nothing():
+    """q/k/v as one matmul of a weight cat: the cat is a kernel, unless Inductor's ``freezing`` folds
+    it into a constant (an H200 compile with freezing launched the matmul and the bias add only)."""
+    x = torch.randn(16, 32)
+    wq, wk, bq, bk = (torch.nn.Parameter(torch.randn(*s)) for s in ((24, 32), (24, 32), (24,), (24,)))
+
+    def fused(x, wq, wk, bq, bk):
+        return torch.relu(F.linear(x, torch.cat([wq, wk]), torch.cat([bq, bk])))
+
+    gm, inputs = dynamo_graph(fused, x, wq, wk, bq, bk)
+    live = count_launches(gm, inputs, dialect="torch")
+    folded = count_launches(gm, inputs, dialect="torch", frozen=True)
+    assert (folded.generated, folded.extern) == (1, 1)          # relu(mm + bias): the mm and one kernel
+    assert live.total > folded.total                              # the weight cat is launched when live
+    plain = [t.detach() for t in inputs]                          # activations, not parameters: nothing folds
+    assert count_launches(gm, plain, dialect="torch", frozen=True) == live

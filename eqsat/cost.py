@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .fusion import DTYPE_BYTES, Kernel, class_bytes, list_elements, plan_groups, topo_order
+from .fusion import DTYPE_BYTES, Kernel, class_bytes, list_elements, matmul_writes_cat_slice, plan_groups, topo_order
 from .ops import CTOR_CATEGORY, Category, is_free_unary
 from .serialized import Choice, EGraphView, ENode
 
@@ -40,7 +40,6 @@ WRITE_SHARE = {Category.POINTWISE: 0.5, Category.REDUCTION: 1.0, Category.NORM: 
                Category.MATMUL: 1.0, Category.OPAQUE: 1.0, Category.COPY: 1.0}
 READS_INPUTS = {Category.REDUCTION, Category.NORM, Category.MATMUL}
 FUSIBLE = {Category.POINTWISE, Category.REDUCTION, Category.NORM}
-IN_PLACE = FUSIBLE | {Category.MATMUL}  # producers Inductor lets write straight into a cat's slice
 
 
 @dataclass(frozen=True)
@@ -249,4 +248,6 @@ def _read_bytes(view: EGraphView, cls: str, reader: Category) -> float | None:
 
 
 def _written_in_place(view: EGraphView, cls: str) -> bool:
-    return any(CTOR_CATEGORY.get(view.nodes[n].ctor) in IN_PLACE for n in view.classes.get(cls, ()))
+    """A producer Inductor lets write straight into a cat's slice: a fusible kernel, a 2-D matmul."""
+    categories = {CTOR_CATEGORY.get(view.nodes[n].ctor) for n in view.classes.get(cls, ())}
+    return bool(categories & FUSIBLE) or Category.MATMUL in categories and matmul_writes_cat_slice(view, cls)

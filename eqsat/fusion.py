@@ -55,6 +55,14 @@ def numel(view: EGraphView, cls: str) -> int:
     return math.prod(shp) if shp is not None else -1
 
 
+def matmul_writes_cat_slice(view: EGraphView, cls: str) -> bool:
+    """Inductor lets a 2-D matmul (mm, addmm) write its result straight into a cat's slice; a batched
+    one (bmm, baddbmm, a linear or matmul of 3-D operands: a view of an mm) is copied there by a
+    kernel of its own (H200 probe: cat([layer_norm(x), bmm(a, b)]) is 3 launches, with mm it is 2)."""
+    shape = view.shape.get(cls)
+    return shape is not None and len(shape) == 2
+
+
 def list_elements(view: EGraphView, list_cls: str, choice: Choice | None = None) -> list[str]:
     """Element classes of a cons list: the chosen cells, or each cell's first ``TCons`` node."""
     out: list[str] = []
@@ -90,6 +98,7 @@ class Kernel:
     copies_input: bool = False  # … of a whole graph input or parameter (Triton: one foreach kernel)
     fuses: bool = True          # False: a generated kernel that fuses with nothing (a scatter)
     split: bool = False         # a reduction Triton runs in two kernels (see ``splits_reduction``)
+    inner: bool = True          # a reduction of the innermost dims (``_Planner._inner_reduction``)
 
 
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
@@ -207,8 +216,8 @@ class _Planner:
                     pointwise_cats.add(cls)
                 else:
                     in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction") or (
-                        kind[e] == "extern" and (CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL
-                                              or e in self.addmm)))
+                        kind[e] == "extern" and matmul_writes_cat_slice(view, e)
+                        and (CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL or e in self.addmm)))
 
         def reads_of(cls: str, inputs: list[str] | None = None) -> dict[str, float]:
             """Buffers a computation reads, looking through inlined pointwise producers."""
@@ -276,11 +285,11 @@ class _Planner:
             if k in ("pointwise", "cat") and not self._must_materialize(cls, users, reads, root_bufs, in_place):
                 inlined[cls], inlined_views[cls] = reads, views_of(cls)
                 continue
-            space = self._space(cls, k)
+            space, inner = self._space(cls, k), k != "reduction" or self._inner_reduction(cls)
             kernels.append(Kernel(len(kernels), "reduction" if k == "reduction" else "pointwise",
                                   cls, out_bytes, space, reads, _lead(view, self._outputs(cls)[0]),
                                   views_of(cls), split=k == "reduction" and splits_reduction(
-                                      *space, self._inner_reduction(cls), self.split_sms)))
+                                      *space, inner, self.split_sms), inner=inner))
         return kernels
 
     def _selects_part(self, cls: str) -> bool:
@@ -374,8 +383,8 @@ def _compatible(a: Kernel, b: Kernel, outer_loop: bool) -> bool:
         return a.lead == b.lead
     if a.kind == "pointwise" and b.kind == "pointwise":
         return a.space[0] == b.space[0]
-    if a.kind == "reduction" and b.kind == "reduction":
-        return a.space == b.space
+    if a.kind == "reduction" and b.kind == "reduction":  # a row sum and a column sum index apart
+        return a.space == b.space and a.inner == b.inner
     pw, red = (a, b) if a.kind == "pointwise" else (b, a)
     return pw.space[0] in (red.space[0] * red.space[1], red.space[0])
 

@@ -1,6 +1,6 @@
 """An optimized graph as bytes, and back, without running the optimizer again.
 
-The entry is the node list (op, name, target, arguments, plain metadata) pickled with nodes written
+The entry is the node list (op, name, target, arguments, type, plain metadata) pickled with nodes written
 as their names and aten overloads as their qualified names (they do not pickle). Fake values are
 not stored: the loader propagates them again from the compile's own inputs, as raising does, so
 they belong to this process's fake mode. Placeholders take the metadata of the graph being compiled
@@ -81,7 +81,7 @@ def dump_graph(gm: torch.fx.GraphModule) -> bytes:
     """The graph of ``gm`` as bytes; :class:`Uncacheable` when some node cannot be written."""
     if not torch_compat.has_plain_codegen(gm.graph):
         raise Uncacheable("the graph has a custom code generator (pytree inputs or outputs)")
-    nodes = [(n.op, n.name, n.target, n.args, n.kwargs, _plain_meta(n)) for n in gm.graph.nodes]
+    nodes = [(n.op, n.name, n.target, n.args, n.kwargs, n.type, _plain_meta(n)) for n in gm.graph.nodes]
     try:
         return _dumps(nodes)
     except Uncacheable:
@@ -100,8 +100,9 @@ def load_graph(data: bytes, like: torch.fx.GraphModule, example_inputs: Sequence
     def resolve(a: Any) -> Any:
         return nodes[a] if isinstance(a, _Ref) else a
 
-    for op, name, target, args, kwargs, meta in _loads(data):
-        node = graph.create_node(op, target, map_aggregate(args, resolve), map_aggregate(kwargs, resolve), name=name)
+    for op, name, target, args, kwargs, type_expr, meta in _loads(data):
+        node = graph.create_node(op, target, map_aggregate(args, resolve), map_aggregate(kwargs, resolve),
+                                 name=name, type_expr=type_expr)
         if node.name != name:
             raise ValueError(f"node {name!r} came back as {node.name!r}")
         nodes[name] = node

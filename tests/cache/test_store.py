@@ -11,7 +11,7 @@ from fx_bridge.options import Options
 from fx_bridge.post_grad import EqsatPostGradPass
 
 KEY = "ab" * 32
-PAYLOADS = [bytes([i]) * 2_000_000 for i in (1, 2)]  # large enough that a write takes many syscalls
+PAYLOADS = [bytes([i]) * 1_000_000 for i in (1, 2)]  # large enough that a write takes many syscalls
 
 
 def _write_and_read(cache_root: str, which: int, rounds: int, bad: multiprocessing.Value) -> None:
@@ -27,14 +27,12 @@ def test_concurrent_writers_never_tear_an_entry(cache_dir, tmp_path):
     ctx = multiprocessing.get_context("spawn")
     bad = ctx.Value("i", 0)
     root = os.environ["TORCHINDUCTOR_CACHE_DIR"]
-    writers = [ctx.Process(target=_write_and_read, args=(root, i, 40, bad)) for i in (0, 1)]
+    writers = [ctx.Process(target=_write_and_read, args=(root, i, 25, bad)) for i in (0, 1)]
     for w in writers:
         w.start()
-    seen = set()
     while any(w.is_alive() for w in writers):
         got = store.load(KEY)  # a reader in a third process, while both write
         assert got is None or got in PAYLOADS
-        seen.add(got[:1] if got else None)
     for w in writers:
         w.join()
         assert w.exitcode == 0

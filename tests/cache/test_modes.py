@@ -75,3 +75,15 @@ def test_inductor_itself_sees_the_mode(uncached_inductor):
         f = torch.compile(split_sigmoid_cat, backend="eqsat", mode="max-autotune-no-cudagraphs")
         torch.testing.assert_close(f(x), split_sigmoid_cat(x))
     assert seen == [(True, True)]
+
+
+def test_the_harness_eqsat_cg_mode_asks_for_cuda_graphs(inner_config):
+    """``bench.modes``' eqsat_cg compiles as a user would, ``mode="reduce-overhead"`` (the GPU effect
+    is measured on the H200); on CPU Inductor's config is what can be checked."""
+    from bench.modes import compile_model
+
+    x = torch.randn(8, 16)
+    compiled = compile_model("eqsat_cg", torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()))
+    compiled.fn(x)
+    assert inner_config["cudagraphs"] is True and isinstance(inner_config["post_grad"], EqsatPostGradPass)
+    assert compiled.collect_reports() and compiled.collect_reports()[0]["cache"] == "off"  # tests: EQSAT_CACHE=0

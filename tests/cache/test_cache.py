@@ -69,7 +69,7 @@ RULE_A = rewrite("relu_sigmoid_user", relu(sigmoid(U)), sigmoid(U))
 RULE_B = rewrite("relu_sigmoid_user", relu(relu(U)), relu(U))  # same name, other content
 
 
-@pytest.mark.parametrize("change", ["rule", "option", "strides", "dtype", "shape", "disabled rule"])
+@pytest.mark.parametrize("change", ["rule", "option", "strides", "dtype", "shape", "disabled rule", "requires_grad"])
 def test_each_key_part_misses(cache_dir, change):
     x = torch.randn(8, 16)
     base = {"rule": {"extra_rules": [RULE_A]}}.get(change, {})
@@ -82,6 +82,7 @@ def test_each_key_part_misses(cache_dir, change):
         "strides": ({}, x.t().contiguous().t()),
         "dtype": ({}, x.double()),
         "shape": ({}, torch.randn(4, 16)),
+        "requires_grad": ({}, x.clone().requires_grad_()),
     }[change]
     assert compile_once(split_sigmoid_cat, variant[1], **variant[0]).cache == "miss"
     assert len(entries(cache_dir)) == 2
@@ -133,3 +134,16 @@ def test_torchinductor_cache_dir_is_respected(tmp_path, monkeypatch):
         monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / name))
         assert compile_once(split_sigmoid_cat, torch.randn(8, 16)).cache == "miss"  # nothing in the new dir
         assert len(list((tmp_path / name / "eqsat").glob("*.entry"))) == 1
+
+
+def test_a_symbolic_graph_hits_and_serves_every_size(cache_dir):
+    reports = []
+    for _ in range(2):
+        torch_compat.reset_dynamo()
+        b = eqsat_backend(inner="eager")
+        f = torch.compile(split_sigmoid_cat, backend=b, dynamic=True)
+        for rows in (8, 5, 11):  # one graph, symbolic in the rows
+            x = torch.randn(rows, 16)
+            torch.testing.assert_close(f(x), split_sigmoid_cat(x))
+        reports += b.reports
+    assert [r.cache for r in reports] == ["miss", "hit"] and reports[1].changed

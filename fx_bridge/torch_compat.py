@@ -387,3 +387,11 @@ def inductor_config_names() -> frozenset[str]:
 def has_plain_codegen(graph: torch.fx.Graph) -> bool:
     """The graph's code takes and returns flat values (no pytree in/out spec a rebuilt graph would lose)."""
     return type(graph._codegen) is torch.fx.graph.CodeGen
+
+
+def compile_cache_counters() -> dict[str, int]:
+    """Inductor's FX graph cache and AOTAutograd's cache outcomes in this process (hit, miss, bypass)."""
+    from torch._dynamo.utils import counters
+
+    return {k: v for group in ("inductor", "aot_autograd") for k, v in counters[group].items()
+            if k.startswith(("fxgraph_cache", "autograd_cache"))}

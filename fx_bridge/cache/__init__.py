@@ -43,11 +43,13 @@ def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     t0 = time.perf_counter()
     try:
         key = graph_key(stage, gm, example_inputs, opts, device, facts)
-    except Uncacheable as e:
+        payload = store.load(key)
+    except Exception as e:  # no fingerprint, or a bug of ours: optimize without the cache, never fail
+        if not isinstance(e, Uncacheable):
+            log.warning("eqsat cache: no key (%s: %s); optimizing without the cache", type(e).__name__, e)
         result = _with(run(), "off")
         result[1].notes.append(f"not cached: {e}")
         return result
-    payload = store.load(key)
     if payload is not None:
         try:
             return _hit(payload, gm, example_inputs, "aten" if stage == "post_grad" else "torch", t0)
@@ -59,8 +61,8 @@ def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any
         try:
             graph = dump_graph(new_gm) if new_gm is not gm else None
             store.save(key, pickle.dumps({"graph": graph, "report": dataclasses.asdict(report)}))
-        except Uncacheable as e:
-            report.notes.append(f"not cached: {e}")
+        except Exception as e:  # Uncacheable, or a report field that does not pickle: not stored
+            report.notes.append(f"not cached: {type(e).__name__}: {e}")
     return new_gm, report
 
 

@@ -106,7 +106,8 @@ def _node_text(n: torch.fx.Node, gm: torch.fx.GraphModule, storages: dict) -> st
     value = torch_compat.node_value(n)
     if n.op == "get_attr":  # a parameter or constant the graph reads: its layout, not its values
         value = _attr(gm, n.target)
-    return (f"{n.op} {n.name} {_target(n.target)} {_plain(n.args)} {_plain(n.kwargs)} "
+    kind = type(_attr(gm, n.target)).__qualname__ if n.op == "call_module" else ""  # what the call runs
+    return (f"{n.op} {n.name} {_target(n.target)}{kind} {_plain(n.args)} {_plain(n.kwargs)} "
             f"-> {_value_text(value, storages)}")
 
 

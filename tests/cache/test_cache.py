@@ -147,3 +147,15 @@ def test_a_symbolic_graph_hits_and_serves_every_size(cache_dir):
             torch.testing.assert_close(f(x), split_sigmoid_cat(x))
         reports += b.reports
     assert [r.cache for r in reports] == ["miss", "hit"] and reports[1].changed
+
+
+def test_a_broken_cache_never_breaks_a_compile(cache_dir, monkeypatch, caplog):
+    import fx_bridge.cache as cache
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the key")
+
+    monkeypatch.setattr(cache, "graph_key", broken)
+    with caplog.at_level(logging.WARNING, logger="eqsat"):
+        report = compile_once(split_sigmoid_cat, torch.randn(8, 16))  # outputs vs eager inside
+    assert report.cache == "off" and report.changed and "a bug in the key" in caplog.text

@@ -87,3 +87,21 @@ def test_the_harness_eqsat_cg_mode_asks_for_cuda_graphs(inner_config):
     compiled.fn(x)
     assert inner_config["cudagraphs"] is True and isinstance(inner_config["post_grad"], EqsatPostGradPass)
     assert compiled.collect_reports() and compiled.collect_reports()[0]["cache"] == "off"  # tests: EQSAT_CACHE=0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_reduce_overhead_runs_cuda_graphs_on_a_gpu():
+    """The mode takes effect, not only the config: an output of a CUDA-graph tree is overwritten by
+    the next replay, and reading it then is an error (Inductor without CUDA graphs returns fresh tensors)."""
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()).cuda()
+    x = torch.randn(8, 64, device="cuda")
+    f = torch.compile(model, backend="eqsat", mode="reduce-overhead")
+    with torch.no_grad():
+        for _ in range(3):  # warm-up, record, replay
+            f(x)
+        first = f(x)
+        torch.testing.assert_close(first, model(x))
+        f(x)
+        with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+            print(first)

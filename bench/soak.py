@@ -34,8 +34,8 @@ import json
 import logging
 import multiprocessing
 import operator
-import random
 import os
+import random
 import sys
 import time
 import traceback

@@ -113,12 +113,13 @@ def inference_mode_targets() -> tuple[Any, ...]:
                              getattr(grad_mode, "_exit_inference_mode", None)) if f is not None)
 
 
-def inductor_freezes_params() -> bool:
+def inductor_freezes_params(config: dict | None = None) -> bool:
     """Inductor will fold parameters into constants (``freezing``, inference only): a cat of
-    weights computed in the Dynamo graph then costs nothing at run time."""
+    weights computed in the Dynamo graph then costs nothing at run time. ``config``: the patches
+    the compile runs under (``torch.compile(options={"freezing": True})``)."""
     import torch._inductor.config as inductor_config
 
-    return bool(inductor_config.freezing) and not torch.is_grad_enabled()
+    return bool((config or {}).get("freezing", inductor_config.freezing)) and not torch.is_grad_enabled()
 
 
 def reset_dynamo() -> None:

@@ -105,3 +105,22 @@ def test_reduce_overhead_runs_cuda_graphs_on_a_gpu():
         f(x)
         with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
             print(first)
+
+
+def test_freezing_through_options_is_known_to_the_optimizer(inner_config, monkeypatch):
+    """``options={"freezing": True}`` makes Inductor fold the weights: the optimizer must know (it
+    prices a cat of weights as free, and keeps GPU batched layer norms off then)."""
+    from fx_bridge import backend
+
+    seen = []
+    real = backend.optimize_or_keep
+
+    def spy(gm, example_inputs, opts, frozen, *rest):
+        seen.append(frozen)
+        return real(gm, example_inputs, opts, frozen, *rest)
+
+    monkeypatch.setattr(backend, "optimize_or_keep", spy)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
+    with torch.no_grad():
+        torch.compile(model, backend="eqsat", options={"freezing": True})(torch.randn(8, 16))
+    assert seen == [True]

@@ -50,7 +50,8 @@ class InductorBackend:
 
 class CudaGraphs:
     """A backend whose Inductor compiles use CUDA graphs: ``triton.cudagraphs``, the one option
-    ``mode="reduce-overhead"`` sets, which only ``backend="inductor"`` takes. ``compile_fx`` reads it
+    ``mode="reduce-overhead"`` sets, for our ``InductorBackend`` (a backend object: Dynamo hands it
+    no ``mode``; the eqsat modes take ``mode="reduce-overhead"`` as a user would). ``compile_fx`` reads it
     when called (and keeps it for the lazily compiled backward), so the patch spans that call."""
 
     def __init__(self, inner):
@@ -74,6 +75,8 @@ def compile_model(mode: str, model: torch.nn.Module) -> Compiled:
         from fx_bridge.backend import eqsat_backend  # at call time: tests substitute the backend
 
         backend = reporter = eqsat_backend(mode=EQSAT_MODES[base])
+        if base != mode:  # the eqsat backend hands torch.compile's mode to its inner Inductor
+            return Compiled(torch.compile(model, backend=backend, mode="reduce-overhead"), reporter)
     else:
         raise ValueError(f"unknown mode {mode!r}; choose from {MODES + CG_MODES}")
     return Compiled(torch.compile(model, backend=CudaGraphs(backend) if base != mode else backend), reporter)

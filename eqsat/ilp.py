@@ -14,8 +14,6 @@ from typing import Iterable
 
 import networkx as nx
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 from .serialized import Choice, EGraphView
 
@@ -64,6 +62,10 @@ class IlpResult:
 def solve(view: EGraphView, roots: list[str], kept: list[str], costs: dict[str, float],
           time_limit: float) -> IlpResult:
     """Minimise Σ cost·x over kept nodes: roots chosen, every chosen node's child classes chosen."""
+    # SciPy on first use: it is a second of import that a compile served from the cache never needs
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     t0 = time.perf_counter()
     col = {n: i for i, n in enumerate(kept)}
     members: dict[str, list[int]] = {}

@@ -13,7 +13,7 @@ import torch
 
 from eqsat.deadline import Allowance
 
-from . import torch_compat
+from . import artifacts, cache, torch_compat
 from .fallback import kept_original
 from .pipeline import Options, device_of, optimize
 from .post_grad import EqsatPostGradPass
@@ -23,7 +23,11 @@ log = logging.getLogger("eqsat")
 
 
 class EqsatBackend:
-    """A configured backend; ``reports`` collects one :class:`Report` per graph it saw."""
+    """A configured backend; ``reports`` collects one :class:`Report` per graph it saw.
+
+    ``torch.compile(m, backend=..., mode=..., options=...)`` reaches it as keyword arguments: ``mode``
+    (``reduce-overhead``, ``max-autotune``) and the Inductor names in ``options`` become the inner
+    Inductor's config, the other names of ``options`` are ours."""
 
     def __init__(self, **options: Any):
         self.options = Options.of(options)
@@ -32,9 +36,11 @@ class EqsatBackend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         opts = self.options
-        if kwargs.get("options"):
-            opts = Options.of({**_fields(self.options), **kwargs["options"]})
-        frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params()
+        ours, inductor = Options.split(kwargs.get("options"), torch_compat.inductor_config_names())
+        if ours:
+            opts = Options.of({**_fields(self.options), **ours})
+        inductor = {**torch_compat.inductor_mode_options(kwargs.get("mode")), **inductor}
+        frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
         if frozen and device_of(example_inputs) == "cuda" and "batch_layernorm" not in opts.disabled:
             # Measured on an H200 (torch 2.11, bench.freezing_check): GPU Inductor with freezing
             # miscompiles BART's batched layer norms next to batched linears (max error 0.058; the same
@@ -42,9 +48,15 @@ class EqsatBackend:
             # batched layer norms where Inductor freezes on a GPU: never a wrong answer.
             opts = Options.of({**_fields(opts), "disabled": [*opts.disabled, "batch_layernorm"]})
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
-        new_gm, report = optimize_or_keep(gm, example_inputs, opts, frozen, _trains(gm, example_inputs), allowance)
+        trains = _trains(gm, example_inputs)
+        artifacts.graph_before("pre_grad", gm.graph)
+        new_gm, report = cache.optimized(
+            "pre_grad", gm, example_inputs, opts, device_of(example_inputs),
+            {"frozen_params": frozen, "train_step": trains, "grad": torch.is_grad_enabled()},
+            lambda: optimize_or_keep(gm, example_inputs, opts, frozen, trains, allowance))
+        artifacts.graph_after("pre_grad", new_gm.graph, report)
         self.reports.append(report)
-        compile_fx = self._inner(opts, allowance)
+        compile_fx = self._inner(opts, allowance, inductor)
         if new_gm is gm:
             return compile_fx(gm, example_inputs)
         try:
@@ -56,14 +68,14 @@ class EqsatBackend:
             report.fallback = "internal error"
             return compile_fx(gm, example_inputs)
 
-    def _inner(self, opts: Options, allowance: Allowance) -> Callable:
-        """The compiler our graph goes to; Inductor runs our post-grad pass unless it is off."""
+    def _inner(self, opts: Options, allowance: Allowance, inductor: dict) -> Callable:
+        """The compiler our graph goes to, with the user's Inductor config; Inductor runs our
+        post-grad pass unless it is off."""
         if opts.inner != "inductor":
             return _eager
-        if not opts.post_grad:
-            return torch_compat.compile_fx()
-        return torch_compat.compile_fx_with_post_grad_pass(
-            lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports, allowance=allowance))
+        make_pass = (lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports,
+                                                    allowance=allowance)) if opts.post_grad else None
+        return torch_compat.compile_fx_with_post_grad_pass(make_pass, inductor)
 
 
 def _eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:

@@ -43,11 +43,12 @@ class Options:
     post_grad_disabled: Sequence[str] = ()    # rules or families off in the Aten (post-grad) graphs only
     verify: bool | None = None                # Inductor counts the input's and our program's launches
     #                                           and the fewer win: None = on for a GPU compile
+    cache: bool = True                        # reuse optimized graphs across processes (fx_bridge.cache)
 
     def __post_init__(self):
         from rules.library import known_names, validate_user_rules
 
-        for name in ("check", "validate", "always_raise", "horizontal", "post_grad"):
+        for name in ("check", "validate", "always_raise", "horizontal", "post_grad", "cache"):
             _need(name, getattr(self, name), bool, "True or False")
         for name in ("iterations", "max_nodes", "max_graph_nodes"):
             _need(name, getattr(self, name), numbers.Integral, "a positive int")
@@ -84,8 +85,22 @@ class Options:
         for k in options:
             if k not in valid:
                 raise OptionError(f"unknown eqsat option {k!r}{_did_you_mean(k, valid)}; valid options: "
-                                  f"{', '.join(valid)}")
+                                  f"{', '.join(valid)}, or any Inductor config name (through torch.compile)")
         return cls(**options)
+
+    @classmethod
+    def split(cls, options: dict | None, inductor_names: frozenset[str]) -> tuple[dict, dict]:
+        """``torch.compile(options=...)`` into ours and Inductor's config (``max_autotune``,
+        ``triton.cudagraphs``; ``-`` spelled ``_`` as Inductor takes them). A name that is neither
+        stays ours, so ``Options.of`` refuses it."""
+        ours, inductor = {}, {}
+        valid = {f.name for f in fields(cls)}
+        for k, v in (options or {}).items():
+            if k not in valid and k.replace("-", "_") in inductor_names:
+                inductor[k.replace("-", "_")] = v
+            else:
+                ours[k] = v
+        return ours, inductor
 
     @property
     def budget(self) -> Budget:

@@ -22,10 +22,8 @@ step: 38 → 30 launches).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import logging
-import pathlib
 from typing import Any
 
 import torch
@@ -33,32 +31,22 @@ from torch.fx.node import map_arg
 
 from eqsat.deadline import Allowance
 
-from . import torch_compat
+from . import artifacts, cache, torch_compat
+from .cache.key import source_hash
 from .fallback import kept_original
-from .pipeline import Options, optimize
+from .pipeline import Options, device_of, optimize
 from .report import Report
 
 log = logging.getLogger("eqsat")
 
-_SOURCE_DIRS = ("fx_bridge", "eqsat", "rules")
 # Options that cannot change what the pass emits, and why; every other option (a new one included)
 # is part of the cache key.
 _NOT_OUTPUT_OPTIONS = {
     "inner": "the compiler after the pass", "post_grad": "the pass only runs when it is on",
     "extra_rules": "not fingerprintable: no caching", "cost": "not fingerprintable: no caching",
-    "check": "user rules are checked before any pass runs",
+    "check": "user rules are checked before any pass runs", "cache": "where results are kept, not what they are",
 }
 _OUTPUT_OPTIONS = tuple(f.name for f in dataclasses.fields(Options) if f.name not in _NOT_OUTPUT_OPTIONS)
-
-
-@functools.lru_cache(maxsize=1)
-def _source_hash() -> str:
-    root = pathlib.Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for d in _SOURCE_DIRS:
-        for f in sorted((root / d).rglob("*.py")):
-            h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 class EqsatPostGradPass(torch_compat.CustomGraphPass):
@@ -82,22 +70,32 @@ class EqsatPostGradPass(torch_compat.CustomGraphPass):
         if None in then:
             return None
         opts = repr([(k, getattr(self.options, k)) for k in _OUTPUT_OPTIONS])
-        return hashlib.sha256(f"{_source_hash()}|{opts}|{then}".encode()).hexdigest()
+        return hashlib.sha256(f"{source_hash()}|{opts}|{then}".encode()).hexdigest()
 
     def __call__(self, graph: torch.fx.Graph) -> None:
-        self.reports.append(optimize_graph_in_place(graph, self.options, self.allowance))
+        self.reports.append(optimize_graph_in_place(graph, self.options, self.allowance, cached=True))
         for p in self.then:
             p(graph)
 
 
-def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: Allowance | None = None) -> Report:
-    """Optimize a post-grad graph in place; on any failure leave it untouched and say why."""
+def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: Allowance | None = None,
+                            cached: bool = False) -> Report:
+    """Optimize a post-grad graph in place; on any failure leave it untouched and say why.
+    ``cached``: through the persistent cache (``fx_bridge.cache``), as the pass Inductor runs does."""
     try:
+        artifacts.graph_before("post_grad", graph)
         body, epilogue, inputs = functional_body(graph)
-        new_gm, report = optimize(body, inputs, options, torch_compat.aot_user_outputs(graph),
-                                  copied_back=len(epilogue), allowance=allowance)
+        user = torch_compat.aot_user_outputs(graph)
+
+        def run() -> tuple[torch.fx.GraphModule, Report]:
+            return optimize(body, inputs, options, user, copied_back=len(epilogue), allowance=allowance)
+
+        new_gm, report = (cache.optimized("post_grad", body, inputs, options, device_of(inputs),
+                                          {"user_outputs": user, "copied_back": len(epilogue)}, run)
+                          if cached else run())
         if new_gm is not body:
             _replace_body(graph, new_gm.graph, epilogue)
+        artifacts.graph_after("post_grad", graph, report)
         log.info("eqsat post-grad: %s", report.summary())
         return report
     except Exception as e:  # never break a compile over a graph we cannot improve safely

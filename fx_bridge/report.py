@@ -33,6 +33,8 @@ class Report:
     inductor_launches: dict[str, Any] = field(default_factory=dict)  # verify: Inductor's count per candidate
     #                                          ("input", "optimized"), or why it could not count
     notes: list[str] = field(default_factory=list)  # decisions worth knowing (kept input: why)
+    cache: str = ""                          # "hit" (from the persistent cache), "miss" (computed, stored)
+    #                                          or "off" (fx_bridge.cache); "" when the cache was not asked
 
     @property
     def egraph_nodes(self) -> int:
@@ -49,8 +51,9 @@ class Report:
         return d
 
     def summary(self) -> str:
+        cached = f"; cache {self.cache}" if self.cache else ""
         if self.skipped:
-            return f"eqsat: graph of {self.graph_nodes} nodes skipped: {self.skipped}"
+            return f"eqsat: graph of {self.graph_nodes} nodes skipped: {self.skipped}{cached}"
         fired = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_fired.items())) or "none"
         used = ", ".join(sorted(self.rules_used)) or "none"
         phases = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items())
@@ -59,4 +62,4 @@ class Report:
         return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
                 f"rules fired: {fired}; used: {used}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
                 f"{self.kernels_before} → {self.kernels_after} ({self.extractor}){measured}; "
-                f"{'changed' if self.changed else 'unchanged'}; {phases}")
+                f"{'changed' if self.changed else 'unchanged'}; {phases}{cached}")

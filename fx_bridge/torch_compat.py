@@ -113,12 +113,13 @@ def inference_mode_targets() -> tuple[Any, ...]:
                              getattr(grad_mode, "_exit_inference_mode", None)) if f is not None)
 
 
-def inductor_freezes_params() -> bool:
+def inductor_freezes_params(config: dict | None = None) -> bool:
     """Inductor will fold parameters into constants (``freezing``, inference only): a cat of
-    weights computed in the Dynamo graph then costs nothing at run time."""
+    weights computed in the Dynamo graph then costs nothing at run time. ``config``: the patches
+    the compile runs under (``torch.compile(options={"freezing": True})``)."""
     import torch._inductor.config as inductor_config
 
-    return bool(inductor_config.freezing) and not torch.is_grad_enabled()
+    return bool((config or {}).get("freezing", inductor_config.freezing)) and not torch.is_grad_enabled()
 
 
 def reset_dynamo() -> None:
@@ -143,14 +144,18 @@ def aten_schema(op: Any) -> Any:
     return op._schema
 
 
-def compile_fx_with_post_grad_pass(make_pass: Callable[[tuple], Any]) -> Callable:
-    """``compile_fx`` with ``make_pass(passes the user installed)`` as Inductor's post-grad pre-pass.
+def compile_fx_with_post_grad_pass(make_pass: Callable[[tuple], Any] | None, config: dict | None = None) -> Callable:
+    """``compile_fx`` with ``make_pass(passes the user installed)`` as Inductor's post-grad pre-pass
+    (None: no pass) and the Inductor ``config`` the user asked for (``mode=``, ``options=``).
     ``config_patches`` also wraps the lazily compiled backward, so both graphs of a step see it."""
     import torch._inductor.config as inductor_config
 
-    user = inductor_config.post_grad_custom_pre_pass
-    user = tuple(user) if isinstance(user, (list, tuple)) else (user,) if user is not None else ()
-    return functools.partial(compile_fx(), config_patches={"post_grad_custom_pre_pass": make_pass(user)})
+    patches = dict(config or {})
+    if make_pass is not None:
+        user = inductor_config.post_grad_custom_pre_pass
+        user = tuple(user) if isinstance(user, (list, tuple)) else (user,) if user is not None else ()
+        patches["post_grad_custom_pre_pass"] = make_pass(user)
+    return functools.partial(compile_fx(), config_patches=patches) if patches else compile_fx()
 
 
 def aot_backend(compiler: Callable[[torch.fx.GraphModule, Sequence[Any]], Callable]) -> Callable:
@@ -336,3 +341,58 @@ def maybe_mark_dynamic(t: torch.Tensor, dim: int) -> None:
     """Ask Dynamo to compile dim ``dim`` of ``t`` symbolic from the first compile; unlike
     ``mark_dynamic`` it is no error when the program fixes that size (the graph is then static)."""
     torch._dynamo.maybe_mark_dynamic(t, dim)
+
+
+# -- caches, structured trace, Inductor's modes (the backend's warm start and the tools users know) -----
+def inductor_cache_dir() -> str:
+    """Where Inductor keeps its caches (``TORCHINDUCTOR_CACHE_DIR``, else a per-user temp folder)."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except ImportError:  # older layouts
+        from torch._inductor.runtime.runtime_utils import cache_dir
+    return cache_dir()
+
+
+def inductor_caches_disabled() -> bool:
+    """``torch._inductor.config.force_disable_caches`` (or ``TORCHINDUCTOR_FORCE_DISABLE_CACHES=1``):
+    the user asked for no cache read or written, ours included."""
+    import torch._inductor.config as inductor_config
+
+    return bool(getattr(inductor_config, "force_disable_caches", False))
+
+
+def trace_artifact(name: str, encoding: str, payload: Callable[[], str]) -> None:
+    """One artifact in torch's structured trace (``TORCH_TRACE``), shown by ``tlparse`` next to
+    Dynamo's and Inductor's; ``payload`` only runs when tracing is on."""
+    from torch._logging import trace_structured
+
+    trace_structured("artifact", metadata_fn=lambda: {"name": name, "encoding": encoding}, payload_fn=payload)
+
+
+def inductor_mode_options(mode: str | None) -> dict[str, Any]:
+    """The Inductor config ``torch.compile(mode=...)`` stands for (``reduce-overhead``: CUDA graphs)."""
+    if not mode or mode == "default":
+        return {}
+    from torch._inductor import list_mode_options
+
+    return dict(list_mode_options(mode))
+
+
+def inductor_config_names() -> frozenset[str]:
+    """Every Inductor config name (``max_autotune``, ``triton.cudagraphs``), as ``options=`` takes them."""
+    import torch._inductor.config as inductor_config
+
+    return frozenset(inductor_config.get_config_copy())
+
+
+def has_plain_codegen(graph: torch.fx.Graph) -> bool:
+    """The graph's code takes and returns flat values (no pytree in/out spec a rebuilt graph would lose)."""
+    return type(graph._codegen) is torch.fx.graph.CodeGen
+
+
+def compile_cache_counters() -> dict[str, int]:
+    """Inductor's FX graph cache and AOTAutograd's cache outcomes in this process (hit, miss, bypass)."""
+    from torch._dynamo.utils import counters
+
+    return {k: v for group in ("inductor", "aot_autograd") for k, v in counters[group].items()
+            if k.startswith(("fxgraph_cache", "autograd_cache"))}

@@ -1,4 +1,5 @@
 import logging
+import os
 
 import pytest
 import torch
@@ -12,6 +13,11 @@ def _fresh_dynamo():
     torch_compat.reset_dynamo()
     yield
     torch_compat.reset_dynamo()
+
+
+# Our persistent cache (fx_bridge.cache) is off in tests: a test that patches the optimizer must see
+# it run, not an entry an earlier test or process stored. tests/cache switches it on, in a temp dir.
+os.environ["EQSAT_CACHE"] = "0"
 
 
 @pytest.fixture

@@ -1,0 +1,32 @@
+"""Our per-graph artifacts in torch's structured trace (``TORCH_TRACE=<dir>``), where ``tlparse``
+shows them next to Dynamo's and Inductor's: the graph before and after, the report, and the e-graph
+statistics. Payloads are only built when tracing is on.
+"""
+from __future__ import annotations
+
+import json
+
+import torch
+
+from . import torch_compat
+from .report import Report
+
+PREFIX = {"pre_grad": "eqsat", "post_grad": "eqsat_post_grad"}
+STATS = ("egraph_sizes", "egraph_nodes", "stop_reason", "rules_fired", "rules_used", "extractor", "ilp_status",
+         "cost_before", "cost_after", "kernels_before", "kernels_after", "phase_seconds", "cache")
+
+
+def graph_before(stage: str, graph: torch.fx.Graph) -> None:
+    torch_compat.trace_artifact(f"{PREFIX[stage]}_graph_before", "string", lambda: _code(graph))
+
+
+def graph_after(stage: str, graph: torch.fx.Graph, report: Report) -> None:
+    prefix = PREFIX[stage]
+    torch_compat.trace_artifact(f"{prefix}_graph_after", "string", lambda: _code(graph))
+    torch_compat.trace_artifact(f"{prefix}_report", "json", lambda: json.dumps(report.to_dict(), default=str))
+    torch_compat.trace_artifact(f"{prefix}_egraph_stats", "json",
+                                lambda: json.dumps({k: report.to_dict()[k] for k in STATS}, default=str))
+
+
+def _code(graph: torch.fx.Graph) -> str:
+    return graph.python_code(root_module="self").src

@@ -1,0 +1,86 @@
+"""A persistent cache of optimized graphs, so a second process compiling the same model skips
+saturation and extraction (Inductor's own caches then find the graph they compiled before).
+
+``optimized(stage, gm, inputs, options, facts, run)`` returns what ``run()`` would: from the cache
+when an entry for this key (``key.graph_key``) exists and rebuilds, else by running it and storing
+the result. Only completed optimizations are stored (a changed graph, or "nothing cheaper"), never a
+fallback. The report's ``cache`` says ``hit``, ``miss`` or ``off`` (``Options.cache=False``,
+``EQSAT_CACHE=0``, Inductor's ``force_disable_caches``, or a graph without a fingerprint).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import pickle
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+from .. import torch_compat
+from ..options import Options
+from ..report import Report
+from . import store
+from .key import Uncacheable, graph_key
+from .serialize import dump_graph, load_graph
+
+log = logging.getLogger("eqsat")
+
+Result = tuple[torch.fx.GraphModule, Report]
+
+
+def enabled(opts: Options) -> bool:
+    return opts.cache and os.environ.get("EQSAT_CACHE", "1") != "0" and not torch_compat.inductor_caches_disabled()
+
+
+def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opts: Options,
+              device: str, facts: Mapping[str, Any], run: Callable[[], Result]) -> Result:
+    """``run()``'s result for optimizing ``gm`` in ``stage`` (``pre_grad``: Dynamo's graph, Torch-IR;
+    ``post_grad``: an Aten graph), through the cache."""
+    if not enabled(opts):
+        return _with(run(), "off")
+    t0 = time.perf_counter()
+    try:
+        key = graph_key(stage, gm, example_inputs, opts, device, facts)
+        payload = store.load(key)
+    except Exception as e:  # no fingerprint, or a bug of ours: optimize without the cache, never fail
+        if not isinstance(e, Uncacheable):
+            log.warning("eqsat cache: no key (%s: %s); optimizing without the cache", type(e).__name__, e)
+        result = _with(run(), "off")
+        result[1].notes.append(f"not cached: {e}")
+        return result
+    if payload is not None:
+        try:
+            return _hit(payload, gm, example_inputs, "aten" if stage == "post_grad" else "torch", t0)
+        except Exception as e:  # an entry we cannot rebuild is never trusted
+            log.warning("eqsat cache: entry %s does not rebuild (%s: %s); recomputing",
+                        store.path_of(key), type(e).__name__, e)
+    new_gm, report = _with(run(), "miss")
+    if not report.fallback and not report.skipped:
+        try:
+            graph = dump_graph(new_gm) if new_gm is not gm else None
+            store.save(key, pickle.dumps({"graph": graph, "report": dataclasses.asdict(report)}))
+        except Exception as e:  # Uncacheable, or a report field that does not pickle: not stored
+            report.notes.append(f"not cached: {type(e).__name__}: {e}")
+    return new_gm, report
+
+
+def _hit(payload: bytes, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str,
+         t0: float) -> Result:
+    entry = pickle.loads(payload)
+    report = Report(**entry["report"])
+    new_gm = gm if entry["graph"] is None else load_graph(entry["graph"], gm, example_inputs, dialect)
+    if new_gm is not gm:
+        torch_compat.keep_dynamo_identity(gm, new_gm)
+    cold = report.optimizer_seconds
+    report.phase_seconds = {"cache": time.perf_counter() - t0}
+    report.cache = "hit"
+    report.notes.append(f"cache hit: the optimizer's {cold:.3g} s skipped")
+    log.info("%s", report.summary())
+    return new_gm, report
+
+
+def _with(result: Result, cache: str) -> Result:
+    result[1].cache = cache
+    return result

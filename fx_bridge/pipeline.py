@@ -35,6 +35,7 @@ from .autocast import drop_noop_autocast
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
+from .regions import REGION_NODES, optimize_regions
 from .raising import raise_graph, refresh_fake_values
 from .report import Report
 from .symbolic import NotForEverySize, UnbackedSize, check_same_output_sizes
@@ -109,9 +110,11 @@ class Outputs:
 
 
 def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
-              outputs: Outputs) -> tuple[torch.fx.GraphModule, Report]:
+              outputs: Outputs, whole: bool = False) -> tuple[torch.fx.GraphModule, Report]:
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
+    if not whole and report.graph_nodes > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back:
+        return _by_regions(gm, opts, report, deadline)
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     original = gm
     with _phase(report, "lower"):
@@ -149,6 +152,38 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
             validate(original, current_gm, example_inputs, random_nodes(original), report, outputs.user,
                      layouts=current_low.dialect == "torch")
     return current_gm, report
+
+
+def _by_regions(gm, opts: Options, report: Report, deadline: Deadline) -> tuple[torch.fx.GraphModule, Report]:
+    """A graph larger than ``REGION_NODES``, optimized window by window (``fx_bridge.regions``): each
+    window keeps its result, a window that fails or that the clock stops keeps its input."""
+    def one(sub, inputs):
+        r = Report(graph_nodes=len(sub.graph.nodes))
+        try:
+            return _optimize(sub, inputs, opts, r, deadline, Outputs(), whole=True)
+        except Exception as e:  # never worse: this window stays as written
+            r.notes.append(f"region kept its input: {type(e).__name__}: {e}")
+            return sub, r
+
+    new_gm, regions = optimize_regions(gm, REGION_NODES, one)
+    for r in regions:
+        for into, more in ((report.rules_fired, r.rules_fired), (report.rules_used, r.rules_used),
+                           (report.phase_seconds, r.phase_seconds)):
+            _add_counts(into, more)
+        report.egraph_sizes.extend(r.egraph_sizes)
+        report.changed |= r.changed
+        report.cost_before += r.cost_before
+        report.cost_after += r.cost_after
+        report.kernels_before += r.kernels_before
+        report.kernels_after += r.kernels_after
+        report.alias_copies += r.alias_copies
+        report.notes.extend(r.notes)
+    report.stop_reason = "; ".join(dict.fromkeys(r.stop_reason for r in regions if r.stop_reason))
+    report.notes.append(f"optimized as {len(regions)} regions of at most {REGION_NODES} nodes each, "
+                        f"{sum(r.changed for r in regions)} changed")
+    if not report.changed and not opts.always_raise:
+        return gm, report
+    return new_gm, report
 
 
 def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:

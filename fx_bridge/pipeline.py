@@ -35,7 +35,7 @@ from .autocast import drop_noop_autocast
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
-from .regions import REGION_NODES, optimize_regions
+from .regions import REGION_NODES, optimize_regions, windows
 from .raising import raise_graph, refresh_fake_values
 from .report import Report
 from .symbolic import NotForEverySize, UnbackedSize, check_same_output_sizes
@@ -114,7 +114,9 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
     if not whole and report.graph_nodes > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back:
-        return _by_regions(gm, opts, report, deadline)
+        part = windows(gm, REGION_NODES)
+        if len(set(part.values())) > 1:
+            return _by_regions(gm, part, opts, report, deadline)
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     original = gm
     with _phase(report, "lower"):
@@ -154,7 +156,7 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     return current_gm, report
 
 
-def _by_regions(gm, opts: Options, report: Report, deadline: Deadline) -> tuple[torch.fx.GraphModule, Report]:
+def _by_regions(gm, part: dict, opts: Options, report: Report, deadline: Deadline) -> tuple[torch.fx.GraphModule, Report]:
     """A graph larger than ``REGION_NODES``, optimized window by window (``fx_bridge.regions``): each
     window keeps its result, a window that fails or that the clock stops keeps its input."""
     def one(sub, inputs):
@@ -165,7 +167,7 @@ def _by_regions(gm, opts: Options, report: Report, deadline: Deadline) -> tuple[
             r.notes.append(f"region kept its input: {type(e).__name__}: {e}")
             return sub, r
 
-    new_gm, regions = optimize_regions(gm, REGION_NODES, one)
+    new_gm, regions = optimize_regions(gm, part, one)
     for r in regions:
         for into, more in ((report.rules_fired, r.rules_fired), (report.rules_used, r.rules_used),
                            (report.phase_seconds, r.phase_seconds)):

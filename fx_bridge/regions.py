@@ -23,7 +23,7 @@ REGION_NODES = 4096
 
 def windows(gm: torch.fx.GraphModule, size: int) -> dict[torch.fx.Node, int]:
     """Window of every computing node: ``size`` nodes of the topological order each; a ``getitem``
-    stays with the node whose tuple it reads (a tuple never crosses a window)."""
+    stays with the node whose tuple it reads (a tuple never crosses a window) and is not counted."""
     part: dict[torch.fx.Node, int] = {}
     k = 0
     for n in gm.graph.nodes:
@@ -37,12 +37,11 @@ def windows(gm: torch.fx.GraphModule, size: int) -> dict[torch.fx.Node, int]:
     return part
 
 
-def optimize_regions(gm: torch.fx.GraphModule, size: int,
+def optimize_regions(gm: torch.fx.GraphModule, part: dict[torch.fx.Node, int],
                      optimize_one: Callable[[torch.fx.GraphModule, list[Any]], tuple[torch.fx.GraphModule, Report]],
                      ) -> tuple[torch.fx.GraphModule, list[Report]]:
-    """``gm`` with each window replaced by ``optimize_one(window, its example inputs)``; the reports
-    of the windows in order."""
-    part = windows(gm, size)
+    """``gm`` with each window of ``part`` (``windows``) replaced by ``optimize_one(window, its
+    example inputs)``; the reports of the windows in order."""
     top = split_module(gm, None, lambda n: part[n], keep_original_order=True)
     reports = []
     for node in top.graph.nodes:

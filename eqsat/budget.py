@@ -18,11 +18,11 @@ class Budget:
     iterations: int = 8          # rule iterations (each followed by the analysis to a fixpoint)
     nodes: int = 200_000         # e-graph rows (all tables); an iteration past it is rolled back
     seconds: float = 10.0        # wall clock: the outer safety only
-    analysis_passes: int = 16    # passes over every analysis ruleset per fixpoint (each saturates one rule)
-    ilp_columns: int = 6_000     # the ILP is not started with more columns (HiGHS' root LP: ~0.4 ms a column)
+    analysis_passes: int = 64    # passes over every analysis ruleset per fixpoint (interformer, dhen: 12)
+    ilp_columns: int = 6_000     # the ILP is not started with more (HiGHS' root LP ~0.4 ms a column; interformer 730)
     ilp_nodes: int = 200         # HiGHS branch-and-bound nodes
     ilp_seconds: float = 5.0     # the ILP's own wall-clock safety (``Options.ilp_seconds``)
-    search_steps: int = 3_000_000  # e-classes priced by the hill climbs and the undo after them
+    search_steps: int = 1_000_000  # e-classes priced by the hill climbs and the undo (interformer 155,594)
 
 
 class Work:

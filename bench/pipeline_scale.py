@@ -106,6 +106,10 @@ def _eager_grad(x):
 
 
 def dynamo_main(args) -> None:
+    import logging
+
+    logging.basicConfig(format="%(message)s")  # each graph's report as it is optimized, before Inductor
+    logging.getLogger("eqsat").setLevel(logging.INFO)
     print("| pieces | mode | FX nodes per graph | e-nodes | " + " | ".join(f"{p} s" for p in PHASES)
           + " | optimizer s | compile+run s | loop nests | stop |")
     print("|---" * (len(PHASES) + 8) + "|")

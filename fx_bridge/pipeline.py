@@ -113,7 +113,8 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
               outputs: Outputs, whole: bool = False) -> tuple[torch.fx.GraphModule, Report]:
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
-    if not whole and report.graph_nodes > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back:
+    if (not whole and report.graph_nodes > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back
+            and not any(n.op == "get_attr" for n in gm.graph.nodes)):  # inlined attributes get new names
         part = windows(gm, REGION_NODES)
         if len(set(part.values())) > 1:
             return _by_regions(gm, part, opts, report, deadline)

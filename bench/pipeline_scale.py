@@ -1,6 +1,12 @@
 """Time each phase of the optimizer on synthetic graphs of growing size (issue: spine benchmark).
 
     python -m bench.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
+    python -m bench.pipeline_scale --dynamo --pieces 4096 [--train]
+
+``--dynamo`` goes through ``torch.compile(backend=eqsat_backend(...))`` as a user does (issue 30):
+the two-stage model of ``TwoStage`` is traced by Dynamo, optimized (and, with ``--train``, so are
+AOTAutograd's forward and backward graphs), and compiled by Inductor; each row sums every graph's
+optimizer phases and counts the loop nests / kernels Inductor generated.
 
 Two axes: Optimus' wide split→pointwise→cat (``--pieces``) and random graphs from ``bench.graphgen``
 (``--nodes``: float32 split/cat/pointwise/view/matmul tangles). Fake values are recorded before
@@ -54,6 +60,67 @@ def split_pointwise_cat(pieces: int, rows: int = 64, identity_cat: bool = False)
     return gm, inputs
 
 
+class TwoStage(torch.nn.Module):
+    """Issue 30's model: N one-wide pieces ``sigmoid(p) * 2`` → cat → N/4 four-wide pieces
+    ``tanh(p) + 1`` → cat. As written Inductor emits a kernel per piece; it is one pointwise kernel."""
+
+    def forward(self, x):
+        y = torch.cat([torch.sigmoid(p) * 2 for p in torch.split(x, 1, dim=1)], dim=1)
+        return torch.cat([torch.tanh(p) + 1 for p in torch.split(y, 4, dim=1)], dim=1)
+
+
+def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64) -> dict:
+    """Compile and run ``TwoStage`` (a training step with ``train``) through ``torch.compile``;
+    optimizer seconds per phase over every graph, graph and e-graph sizes, kernels, stop reasons."""
+    from fx_bridge import eqsat_backend, inductor_metrics
+
+    torch._dynamo.reset()
+    x = torch.randn(rows, pieces, requires_grad=train)
+    backend = eqsat_backend(**options)
+    inductor_metrics.reset()
+    t0 = time.perf_counter()
+    with inductor_metrics.inductor_config_patch("eqsat"):
+        out = torch.compile(TwoStage(), backend=backend)(x)
+        if train:
+            out.sum().backward()
+    total = time.perf_counter() - t0
+    expected = TwoStage()(x.detach())
+    torch.testing.assert_close(out.detach(), expected)
+    if train:
+        torch.testing.assert_close(x.grad, _eager_grad(x.detach()))
+    reports = backend.reports + backend.post_grad_reports
+    phases: dict[str, float] = {}
+    for r in reports:
+        for k, v in r.phase_seconds.items():
+            phases[k] = phases.get(k, 0.0) + v
+    return {"total": total, "phases": phases, "optimizer": sum(phases.values()),
+            "graphs": [r.graph_nodes for r in reports], "egraph": [r.egraph_nodes for r in reports],
+            "kernels": inductor_metrics.kernel_counts()["generated"],
+            "stop": [r.stop_reason or r.skipped for r in reports], "changed": [r.changed for r in reports]}
+
+
+def _eager_grad(x):
+    x = x.clone().requires_grad_(True)
+    TwoStage()(x).sum().backward()
+    return x.grad
+
+
+def dynamo_main(args) -> None:
+    import logging
+
+    logging.basicConfig(format="%(message)s")  # each graph's report as it is optimized, before Inductor
+    logging.getLogger("eqsat").setLevel(logging.INFO)
+    print("| pieces | mode | FX nodes per graph | e-nodes | " + " | ".join(f"{p} s" for p in PHASES)
+          + " | optimizer s | compile+run s | loop nests | stop |")
+    print("|---" * (len(PHASES) + 8) + "|")
+    options = {"seconds": args.seconds} if args.seconds else {}
+    for pieces in args.pieces:
+        r = through_dynamo(pieces, args.train, options)
+        phases = " | ".join(f"{r['phases'].get(p, 0):.2f}" for p in PHASES)
+        print(f"| {pieces} | {'train' if args.train else 'inference'} | {r['graphs']} | {r['egraph']} | {phases} | "
+              f"{r['optimizer']:.2f} | {r['total']:.1f} | {r['kernels']} | {'; '.join(r['stop'])} |", flush=True)
+
+
 def _record_fake(gm, inputs) -> None:
     """Fake values as Dynamo leaves them, so timing "lower" measures lowering alone."""
     torch_compat.propagate_fake(gm, inputs)
@@ -68,8 +135,14 @@ def main(argv=None) -> None:
     ap.add_argument("--pieces", type=int, nargs="*", default=[256, 1024, 4096],
                     help="split→sigmoid→cat graphs of this many pieces")
     ap.add_argument("--iterations", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="the optimizer's budget (default: 30 s; with --dynamo the backend's default)")
+    ap.add_argument("--dynamo", action="store_true", help="issue 30's two-stage model through torch.compile")
+    ap.add_argument("--train", action="store_true", help="with --dynamo: a training step (forward and backward)")
     args = ap.parse_args(argv)
+    if args.dynamo:
+        return dynamo_main(args)
+    args.seconds = args.seconds or 30.0
     print("| graph | FX nodes | e-nodes (final) | " + " | ".join(f"{p} s" for p in PHASES)
           + " | total s | peak RSS MB | kernels before → after | stop |")
     print("|---" * (len(PHASES) + 7) + "|")

@@ -18,11 +18,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 from collections import Counter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import egglog.bindings as bindings
 
 from . import schema, to_egglog
+from .budget import Budget  # noqa: F401  (re-exported: ``eqsat.egraph.Budget``)
 from .deadline import Deadline
 from .frozen import frozen_view
 from .rule import Rule, rule_of_tag
@@ -35,15 +36,6 @@ for _name in ("egglog", "egglog.egraph"):
     if logging.getLogger(_name).level == logging.NOTSET:
         logging.getLogger(_name).setLevel(logging.WARNING)
 from .schema import ANALYSIS, SEED_RULESET
-
-
-@dataclass
-class Budget:
-    """Limits on one saturation: iterations, e-nodes (all tables) and wall-clock seconds."""
-
-    iterations: int = 8
-    nodes: int = 200_000
-    seconds: float = 10.0
 
 
 @dataclass
@@ -180,46 +172,39 @@ class Session:
 
     # -- saturation ------------------------------------------------------------------------------
     def saturate(self, budget: Budget, families: Iterable[str] | None = None,
-                 deadline: Deadline | None = None,
-                 reserve: Callable[[int], float] = lambda size: 0.0) -> SaturationLog:
+                 deadline: Deadline | None = None, reserve: float = 0.0) -> SaturationLog:
         """Run the chosen families one iteration at a time, with shape analysis to a fixpoint.
 
-        An iteration that could overshoot the node budget runs on a snapshot (``push``) and is rolled
-        back when it does; snapshots copy the whole e-graph, so an iteration that cannot overshoot
-        (the e-graph would have to more than double, and twice the worst growth seen so far) runs
-        without one.
+        Work: ``budget.iterations`` rule iterations, ``budget.nodes`` e-graph rows,
+        ``budget.analysis_passes`` passes per analysis fixpoint. An iteration that could overshoot the
+        node budget runs on a snapshot (``push``) and is rolled back when it does; snapshots copy the
+        whole e-graph, so an iteration that cannot overshoot (the e-graph would have to more than
+        double, and twice the worst growth seen so far) runs without one.
 
-        Time: ``deadline`` (default: ``budget.seconds`` from now) is checked before every rule
-        iteration (which must leave as long as the last one took) and between the analysis commands
-        (``ANALYSIS_CHUNK`` rules each), keeping ``reserve(e-graph size)`` seconds for extraction. Stopping early keeps the
-        e-graph as it is: every fact in it is true, only some rewrites are missing.
+        Wall clock, the outer safety only: ``deadline`` (default: ``budget.seconds`` from now) less
+        ``reserve`` seconds is checked between iterations and between analysis commands. Stopping
+        early keeps the e-graph as it is: every fact in it is true, only some rewrites are missing.
         """
         deadline = deadline or Deadline(budget.seconds)
         fams = [f for f in (families if families is not None else self.families) if f in self.families]
         log = SaturationLog()
         t0 = time.perf_counter()
         self.seed()
-        # The first analysis gets half the time left after the extraction reserve: if it cannot reach a
-        # fixpoint by then (long lists), the rules start on the facts found so far and every
-        # iteration carries the analysis on.
-        kept = reserve(self.size())
-        self._analyse(deadline, reserve, None, keep=kept + (deadline.left() - kept) / 2)
+        self._analyse(budget, deadline, reserve, None)
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"
         step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)}))"
-        growth, last_step = 1.0, 0.0  # an iteration cannot be interrupted: expect it to take as long as the last
+        growth = 1.0
         for it in range(budget.iterations if fams else 0):
             size = log.sizes[-1]
-            if deadline.out_of_time("saturate", reserve(size) + last_step):
+            if deadline.out_of_time("saturate", reserve):
                 break
             snapshot = size * max(2.0, 2 * growth) > budget.nodes
             if snapshot:
                 self._run("(push)")
-            t_step = time.perf_counter()
             (out,) = self._run(step)
-            last_step = time.perf_counter() - t_step
             self._count_fired(out, log)
-            updated = self._analyse(deadline, reserve, log) or out.report.updated
+            updated = self._analyse(budget, deadline, reserve, log) or out.report.updated
             n = self.size()
             growth = max(growth, n / max(size, 1))
             if n > budget.nodes:
@@ -239,20 +224,19 @@ class Session:
         log.seconds = time.perf_counter() - t0
         return log
 
-    def _analyse(self, deadline: Deadline, reserve: Callable[[int], float], log: SaturationLog | None,
-                 keep: float = 0.0) -> bool:
-        """The analysis rules to a fixpoint, each saturated on its own (see ``ANALYSIS_CHUNK``), the
-        deadline checked between commands (or stopping earlier, leaving ``keep`` seconds); whether
-        anything changed. Rules that fire here count in ``log`` (None: before any rewrite)."""
+    def _analyse(self, budget: Budget, deadline: Deadline, reserve: float, log: SaturationLog | None) -> bool:
+        """The analysis rules to a fixpoint, each saturated on its own (see ``ANALYSIS_CHUNK``), at
+        most ``budget.analysis_passes`` passes (the deadline, less ``reserve``, checked between
+        commands); whether anything changed. Rules that fire here count in ``log`` (None: before any
+        rewrite)."""
         sets = self._analysis_sets
         steps = [f"(run-schedule (seq {' '.join(f'(saturate (run {a}))' for a in sets[k:k + self.ANALYSIS_CHUNK])}))"
                  for k in range(0, len(sets), self.ANALYSIS_CHUNK)]
         updated = False
-        size = self.size()
-        while True:
+        for _ in range(budget.analysis_passes):
             changed = False
             for step in steps:
-                if deadline.out_of_time("analysis", reserve(size)) or deadline.left() <= keep:
+                if deadline.out_of_time("analysis", reserve):
                     return updated
                 (out,) = self._run(step)
                 if log is not None:
@@ -260,7 +244,8 @@ class Session:
                 changed |= out.report.updated
             updated |= changed
             if not changed:
-                return updated
+                break
+        return updated
 
     def _count_fired(self, out, log: SaturationLog) -> None:
         for tag, k in out.report.num_matches_per_rule.items():

@@ -14,17 +14,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from .budget import Budget, Work
 from .cost import UNKNOWN, CostModel, ProgramCost
+from .deadline import Deadline
 from .ilp import break_cycles, solve
 from .serialized import Choice, EGraphView, ENode, walk
 
 NodeCost = Callable[[ENode, EGraphView], float]
-
-# HiGHS checks its clock only between phases: its root LP alone takes about 0.4 ms a column (wide_recsys:
-# 13,137 columns, limit 1 s -> 5.3 s, limit 3 s -> 5.6 s, first solution after ~10 s; recsys_tower's
-# 1,573 columns solve in 0.5-1 s). An ILP with more columns than this per second of its limit would
-# overrun it and return nothing, so it is not started.
-ILP_COLUMNS_PER_SECOND = 3000
 
 
 @dataclass
@@ -38,7 +34,8 @@ class Extraction:
     gap: float | None = None  # ILP relative optimality gap when it stopped at the time limit
     ilp_status: str = "not run"
     candidates: dict[str, float] | None = None  # extractor → program cost, for the report
-    search_cut: bool = False  # the hill climbs or the undo stopped at their time limit, not on an optimum
+    search_cut: bool = False  # the hill climbs or the undo stopped at their work limit (or the
+    #                           user's seconds=), not on an optimum
 
     @property
     def improved(self) -> bool:
@@ -117,13 +114,6 @@ def is_complete(view: EGraphView, roots: Iterable[str], choice: Choice) -> bool:
         for c, n in choice.items())
 
 
-# The hill climbs and the undo after the ILP share this many seconds at most (a run that converges stops
-# sooner: interformer's pre-grad graph 0.9 s, its backward 3 s on a 2-core box). They once shared the ILP's
-# 1 s, and a slower host stopped them half way: interformer's training step on the H200 measured 184 or 202
-# launches from run to run.
-SEARCH_SECONDS = 8.0
-
-
 def _reaches(view: EGraphView, choice: Choice, start: Iterable[str], target: str) -> bool:
     """Whether the program ``choice`` reads ``target`` from any of the classes ``start``."""
     seen, todo = set(), list(start)
@@ -138,25 +128,25 @@ def _reaches(view: EGraphView, choice: Choice, start: Iterable[str], target: str
 
 
 def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: Choice, start_cost: float,
-                  full: Choice, costs: dict[str, float], seconds: float) -> tuple[Choice | None, bool]:
+                  full: Choice, costs: dict[str, float], work: Work,
+                  deadline: Deadline | None = None) -> tuple[Choice | None, bool]:
     """Hill climbing on the whole-program price: the per-node costs the ILP optimises cannot see that
     a program which looks dearer node by node fuses into fewer kernels (``mm`` + ``relu`` against a
     broadcast product, its sum and the ``relu`` in one kernel). Each step swaps one chosen class to
     another of its nodes (its missing children tree-optimal) and keeps the swap when the program,
     priced with fusion (``CostModel.program_cost``), gets strictly cheaper. A pass tries every swap
     once, in order of node-cost change, and passes repeat until one finds nothing: the result depends
-    on the e-graph alone, not on how fast the machine is, unless ``seconds`` runs out first (anytime:
-    the best program so far). (The program, None when nothing cheaper was found; whether ``seconds``
-    ran out before a pass found nothing.)"""
-    t_end = time.perf_counter() + seconds
+    on the e-graph alone, not on how fast the machine is, unless ``work`` (e-classes priced, shared
+    with the undo) runs out first (anytime: the best program so far; the user's ``deadline`` too).
+    (The program, None when nothing cheaper was found; whether it stopped before a pass found nothing.)"""
     best, best_cost, improved = dict(start), start_cost, False
     moved = True
-    while moved and not (cut := time.perf_counter() >= t_end):
+    while moved and not (cut := _stop(work, deadline)):
         moved = False
         swaps = sorted(((costs[n] - costs[best[c]], c, n) for c in best for n in view.classes.get(c, ())
                         if n != best[c] and all(k in full for k in view.nodes[n].children)))
         for _, cls, nid in swaps:
-            if cut := time.perf_counter() >= t_end:
+            if cut := _stop(work, deadline, len(best)):
                 break
             if best.get(cls) == nid or cls not in best:  # an earlier swap of this pass changed the program
                 continue
@@ -164,6 +154,13 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
             if swapped is not None and swapped[1] < best_cost * (1 - 1e-9):
                 (best, best_cost), improved, moved = swapped, True, True
     return (best if improved else None), cut
+
+
+def _stop(work: Work, deadline: Deadline | None, cost: int = 0) -> bool:
+    """Spend ``cost`` (the classes one swap prices; 0: only look); True when the work or the user's
+    seconds= ran out."""
+    out_of_work = work.exhausted if cost == 0 else not work.spend(cost)
+    return out_of_work or (deadline is not None and deadline.out_of_time("extract"))
 
 
 def _swap(view: EGraphView, roots: list[str], model: CostModel, base: Choice, cls: str,
@@ -195,10 +192,12 @@ def _reaching(view: EGraphView, targets: set[str]) -> set[str]:
 def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit: float = 5.0,
             original: Choice | None = None, before: ProgramCost | None = None,
             batched: Iterable[str] = (), fused_forms: Iterable[str] = (),
-            search_seconds: float = SEARCH_SECONDS) -> Extraction:
-    """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP within ``time_limit``,
-    then hill climbs on the fused price and the undo of unpaid rewrites within ``search_seconds``
-    (none left: neither they nor the batched candidate are built, so ``seconds=`` holds).
+            budget: Budget | None = None, deadline: Deadline | None = None) -> Extraction:
+    """Best acyclic program for ``roots``: bottom-up, then SCC cycle-break + ILP (at most
+    ``budget.ilp_columns`` columns and ``budget.ilp_nodes`` branch-and-bound nodes; ``time_limit``
+    seconds is its outer safety), then hill climbs on the fused price and the undo of unpaid rewrites
+    within ``budget.search_steps`` e-classes priced (none: neither they nor the batched candidate are
+    built). ``deadline`` is the user's ``seconds=``: when it runs out the search stops where it is.
 
     ``original`` (a choice in this view, from :func:`eqsat.original.input_program`) is the input
     program: it is returned, with extractor "input", unless a candidate is strictly cheaper.
@@ -210,25 +209,28 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     candidate.
     """
     t0 = time.perf_counter()
+    budget = budget or Budget()
+    work = Work(budget.search_steps)
     roots = list(dict.fromkeys(roots))
     costs = node_costs(view, model.node_cost)
     full, rank, best = _finalise(view, costs)
     candidates: dict[str, Choice] = {"bottom_up": reachable(view, _check_roots(roots, full), full)}
     ilp_status, gap = "not run", None
-    remaining = time_limit - (time.perf_counter() - t0)
-    if remaining > 0:
+    if budget.ilp_columns > 0 and budget.ilp_nodes > 0:
         kept = break_cycles(view, roots, rank, best, full, costs, UNKNOWN)
-        remaining = time_limit - (time.perf_counter() - t0)
-        if len(kept) > ILP_COLUMNS_PER_SECOND * remaining:
-            ilp_status = f"skipped: {len(kept):,} columns, {remaining:.2f} s left"
+        limit = min(time_limit, deadline.left()) if deadline is not None else time_limit
+        if len(kept) > budget.ilp_columns:
+            ilp_status = f"skipped: {len(kept):,} columns > {budget.ilp_columns:,}"
+        elif limit <= 0:
+            ilp_status = "skipped: the time budget ran out"
         else:
-            res = solve(view, roots, kept, costs, remaining)
+            res = solve(view, roots, kept, costs, limit, budget.ilp_nodes)
             ilp_status, gap = res.status, res.gap
             if res.choice is not None and all(r in res.choice for r in roots):
                 candidates["ilp"] = reachable(view, roots, res.choice)
     if original is not None:
         candidates["input"] = reachable(view, roots, original)
-    if original is not None and search_seconds > 0:  # out of time: the optional candidate too
+    if original is not None and budget.search_steps > 0:  # no search: no optional candidate either
         reach = _reaching(view, set(fused_forms))
         banned = {n for c in batched for n in view.classes.get(c, ())
                   if not any(k in reach for k in view.nodes[n].children)}
@@ -242,10 +244,12 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     # from one rarely reaches the other's basin (a fusion is many swaps at once).
     starts = [min((k for k in priced if k != "batched"), key=lambda k: priced[k].cost)]
     starts += ["batched"] if "batched" in priced else []
-    search_end, cut = time.perf_counter() + search_seconds, False
+    cut = budget.search_steps <= 0
     for start in starts:
+        if cut:
+            break
         searched, stopped = fusion_search(view, roots, model, candidates[start], priced[start].cost, full,
-                                          costs, search_end - time.perf_counter())
+                                          costs, work, deadline)
         cut |= stopped
         if searched is not None:
             found = model.program_cost(view, searched, roots)
@@ -255,8 +259,7 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
     name = min(priced, key=lambda k: (priced[k].cost, order.index(k)))
     chosen, after = candidates[name], priced[name]
     if original is not None and name != "input":
-        undone, stopped = undo_unpaid(view, roots, model, chosen, after.cost, original, full,
-                                      search_end - time.perf_counter())
+        undone, stopped = undo_unpaid(view, roots, model, chosen, after.cost, original, full, work, deadline)
         cut |= stopped
         if undone is not None:
             chosen, after = undone, model.program_cost(view, undone, roots)
@@ -266,20 +269,20 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
 
 
 def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Choice, cost: float,
-                original: Choice, full: Choice, seconds: float) -> tuple[Choice | None, bool]:
+                original: Choice, full: Choice, work: Work,
+                deadline: Deadline | None = None) -> tuple[Choice | None, bool]:
     """Put back, one class at a time, every input node whose rewrite the price does not need: the
     program may not get dearer. A rewrite the model sees no gain in is a risk with no reward: the model
     cannot see everything Inductor does (a stack of two multiplies that every consumer inlines saves
     nothing, yet its indexing pushes Inductor to materialise a fused kernel's operand: Llama's rotary
     ``cos``/``sin`` scaling at size small on the H200, one launch more a layer). Rewrites that pay
     together stay: undoing one of them alone makes the program dearer. (The program, None when nothing
-    was put back; whether ``seconds`` ran out before a pass put nothing back.)"""
-    t_end = time.perf_counter() + seconds
+    was put back; whether ``work`` or the ``deadline`` ran out before a pass put nothing back.)"""
     best, best_cost, undone, moved = dict(choice), cost, False, True
-    while moved and not (cut := time.perf_counter() >= t_end):
+    while moved and not (cut := _stop(work, deadline)):
         moved = False
         for cls in [c for c in best if c in original and best[c] != original[c]]:
-            if cut := time.perf_counter() >= t_end:
+            if cut := _stop(work, deadline, len(best)):
                 break
             if cls not in best or best[cls] == original[cls]:  # an earlier undo of this pass reached it
                 continue

@@ -426,11 +426,12 @@ class _Groups:
         # A path a → x → b leaves through a member, so x comes after the first member in topo order.
         first = (mask & -mask).bit_length() - 1
         outside = ((self.anc[a] | self.anc[b]) & ~mask) >> first << first
-        while outside:
+        while outside:  # one check per group outside: its members all give the same answer
             low = outside & -outside
-            if self.anc[self.find(low.bit_length() - 1)] & mask:
+            g = self.find(low.bit_length() - 1)
+            if self.anc[g] & mask:
                 return False
-            outside ^= low
+            outside &= ~self.members[g]
         self.parent[b] = a
         self.members[a] = mask
         self.anc[a] = (self.anc[a] | self.anc[b]) & ~mask
@@ -445,22 +446,34 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
     """
     producer = {k.writes: k for k in kernels}
     ancestors: list[int] = []
+    read_bits: dict[str, int] = {}  # buffer → its writers and their ancestors (a cat: every slice writer)
     for k in kernels:
         bits = 0
         for buf in k.reads:
-            for w in aliases.get(buf, (buf,)):
-                p = producer.get(w)
-                if p is not None:
-                    bits |= ancestors[p.index] | (1 << p.index)
+            if buf not in read_bits:  # producers come first: a buffer's bits are final when first read
+                b = 0
+                for w in aliases.get(buf, (buf,)):
+                    p = producer.get(w)
+                    if p is not None:
+                        b |= ancestors[p.index] | (1 << p.index)
+                read_bits[buf] = b
+            bits |= read_bits[buf]
         ancestors.append(bits)
     groups = _Groups(kernels, ancestors, outer_loop)
     fusible = [k for k in kernels if k.kind != "extern" and k.fuses]
+    writers: dict[str, list[int]] = {}  # buffer → its fusible writers (a cat: every slice writer)
+    joined: set[str] = set()  # buffers whose writers are all in one group (union-find: for good)
     for k in fusible:  # vertical: producer → consumer, also through a cat's slice writers
         for buf in k.reads:
-            for w in aliases.get(buf, (buf,)):
-                p = producer.get(w)
-                if p is not None and p.kind != "extern" and p.fuses:
-                    groups.try_merge(p.index, k.index)
+            if buf not in writers:
+                writers[buf] = [p.index for w in aliases.get(buf, (buf,))
+                                if (p := producer.get(w)) is not None and p.kind != "extern" and p.fuses]
+            ws = writers[buf]
+            if buf not in joined and len({groups.find(i) for i in ws}) <= 1:
+                joined.add(buf)
+            # one group: the first merge decides for all (the rest would repeat it with the same groups)
+            for i in ws[:1] if buf in joined else ws:
+                groups.try_merge(i, k.index)
     copies: dict[str, list[Kernel]] = {}
     for k in fusible:  # one cat's slice copies: the C++ backend emits them in one function; Triton
         if k.copy_of is not None and (outer_loop or k.copies_input):  # a foreach kernel for inputs

@@ -60,8 +60,10 @@ class IlpResult:
 
 
 def solve(view: EGraphView, roots: list[str], kept: list[str], costs: dict[str, float],
-          time_limit: float) -> IlpResult:
-    """Minimise Σ cost·x over kept nodes: roots chosen, every chosen node's child classes chosen."""
+          time_limit: float, node_limit: int | None = None) -> IlpResult:
+    """Minimise Σ cost·x over kept nodes: roots chosen, every chosen node's child classes chosen.
+    ``node_limit`` (branch-and-bound nodes) is the work limit that keeps the answer the same on any
+    machine; ``time_limit`` is only the outer safety."""
     # SciPy on first use: it is a second of import that a compile served from the cache never needs
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
@@ -90,7 +92,8 @@ def solve(view: EGraphView, roots: list[str], kept: list[str], costs: dict[str, 
     c = np.array([costs[n] for n in kept])
     remaining = max(time_limit - (time.perf_counter() - t0), 0.05)
     res = milp(c, constraints=LinearConstraint(a, np.array(lower), np.inf), integrality=np.ones(len(kept)),
-               bounds=Bounds(0, 1), options={"time_limit": remaining, "disp": False})
+               bounds=Bounds(0, 1), options={"time_limit": remaining, "disp": False,
+                                             **({"node_limit": node_limit} if node_limit is not None else {})})
     if res.x is None:
         return IlpResult(None, res.message, None, None, len(kept))
     chosen = {n for n in kept if res.x[col[n]] > 0.5}
@@ -98,5 +101,5 @@ def solve(view: EGraphView, roots: list[str], kept: list[str], costs: dict[str, 
     for n in sorted(chosen, key=lambda n: costs[n]):
         best.setdefault(view.nodes[n].eclass, n)
     gap = getattr(res, "mip_gap", None)
-    return IlpResult(best, "optimal" if res.status == 0 else "time limit", None if res.status == 0 else gap,
+    return IlpResult(best, "optimal" if res.status == 0 else "work or time limit", None if res.status == 0 else gap,
                      float(res.fun), len(kept))

@@ -11,20 +11,21 @@ import resource
 import time
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import torch
 
-from eqsat.cost import CostModel, ProgramCost
+from eqsat import driver
+from eqsat.budget import Budget
+from eqsat.cost import CostModel
 from eqsat.deadline import Allowance, Deadline, OutOfTime
-from eqsat.egraph import Budget, Session
-from eqsat.extract import SEARCH_SECONDS, Extraction, extract
-from eqsat.original import InputProgram, input_program
+from eqsat.driver import Built, Extracted, Problem
+from eqsat.egraph import Session
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
 from eqsat.serialized import EGraphView
-from eqsat.sizes import SizeOverflow, hint_shapes
+from eqsat.sizes import SizeOverflow
 from rules.library import select, shape_rules
 
 from . import inductor_probe, torch_compat, verify
@@ -34,6 +35,7 @@ from .autocast import drop_noop_autocast
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
+from .regions import REGION_NODES, optimize_regions, windows
 from .raising import raise_graph, refresh_fake_values
 from .report import Report
 from .symbolic import NotForEverySize, UnbackedSize, check_same_output_sizes
@@ -47,27 +49,6 @@ log = logging.getLogger("eqsat")
 # normalisation first, then batch fusion, then the algebra; each family is saturated, extracted and
 # lowered again before the next, so no rewrite can enable one of an earlier family.
 GREEDY_ORDER = ("split_cat", "batch", "algebra")
-
-# Extraction and raising (read the e-graph, find the input, bottom-up, price the candidates, raise;
-# the ILP only gets what is left) take about this many times the input's pricing in ``build``, per
-# e-node; saturation stops that early (measured: 1.8x to 3.6x on split→sigmoid→cat ×1,024 and random
-# 5k / 20k-node graphs; 6 left a 60 s budget on 50k nodes 13 s unused). The reserve is capped at a
-# share of the budget: the first pricing in a process also pays a one-off warm-up that would
-# otherwise starve small graphs of saturation time.
-EXTRACT_RESERVE = 4.0
-MAX_RESERVE_SHARE = 0.4
-
-# Pricing the loaded input and finding the horizontal candidates take about this share of the time
-# loading took (random 20k nodes: 3.4 s and 2.0 s after 11.3 s); the build stops before them when
-# they would run past the budget.
-AFTER_LOAD = 0.5
-
-# The ILP refines the bottom-up program; it gets at most this share of
-# the time the optimizer spent before extraction, and at least ILP_MIN_SECONDS. Its LP relaxation
-# is weak on wide lists: on a 1,024-way split→sigmoid→cat (LP bound 4.8, optimum 14.4, the bottom-up
-# program) HiGHS took 2.9 s to prove what bottom-up found, after 1.5 s for everything else.
-ILP_SHARE = 0.25
-ILP_MIN_SECONDS = 1.0
 
 # Inductor's lowering and scheduling of a graph (``inductor_probe``) take about this long per node:
 # H200 host, a 231-node Dynamo graph 1.6 s, its post-grad graph 0.7 s. Verification is skipped where
@@ -129,9 +110,14 @@ class Outputs:
 
 
 def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
-              outputs: Outputs) -> tuple[torch.fx.GraphModule, Report]:
+              outputs: Outputs, whole: bool = False) -> tuple[torch.fx.GraphModule, Report]:
     if report.graph_nodes > opts.max_graph_nodes:
         raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
+    if (not whole and report.graph_nodes > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back
+            and not any(n.op == "get_attr" for n in gm.graph.nodes)):  # inlined attributes get new names
+        part = windows(gm, REGION_NODES)
+        if len(set(part.values())) > 1:
+            return _by_regions(gm, part, opts, report, deadline)
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     original = gm
     with _phase(report, "lower"):
@@ -172,6 +158,38 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     return current_gm, report
 
 
+def _by_regions(gm, part: dict, opts: Options, report: Report, deadline: Deadline) -> tuple[torch.fx.GraphModule, Report]:
+    """A graph larger than ``REGION_NODES``, optimized window by window (``fx_bridge.regions``): each
+    window keeps its result, a window that fails or that the clock stops keeps its input."""
+    def one(sub, inputs):
+        r = Report(graph_nodes=len(sub.graph.nodes))
+        try:
+            return _optimize(sub, inputs, opts, r, deadline, Outputs(), whole=True)
+        except Exception as e:  # never worse: this window stays as written
+            r.notes.append(f"region kept its input: {type(e).__name__}: {e}")
+            return sub, r
+
+    new_gm, regions = optimize_regions(gm, part, one)
+    for r in regions:
+        for into, more in ((report.rules_fired, r.rules_fired), (report.rules_used, r.rules_used),
+                           (report.phase_seconds, r.phase_seconds)):
+            _add_counts(into, more)
+        report.egraph_sizes.extend(r.egraph_sizes)
+        report.changed |= r.changed
+        report.cost_before += r.cost_before
+        report.cost_after += r.cost_after
+        report.kernels_before += r.kernels_before
+        report.kernels_after += r.kernels_after
+        report.alias_copies += r.alias_copies
+        report.notes.extend(r.notes)
+    report.stop_reason = "; ".join(dict.fromkeys(r.stop_reason for r in regions if r.stop_reason))
+    report.notes.append(f"optimized as {len(regions)} regions of at most {REGION_NODES} nodes each, "
+                        f"{sum(r.changed for r in regions)} changed")
+    if not report.changed and not opts.always_raise:
+        return gm, report
+    return new_gm, report
+
+
 def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:
     """``verify=None``: Inductor decides on a GPU compile; ``True`` also where the GPU cost model
     prices a CPU graph (Inductor then schedules it for an H200 it has not got)."""
@@ -200,30 +218,6 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
 
 
 @dataclass
-class Built:
-    """A session holding the input program (and the horizontal candidates), priced before any rule ran."""
-
-    session: Session
-    before: ProgramCost
-    extract_per_node: float = 0.0  # seconds extraction and raising are expected to take per e-node
-    max_reserve: float = 0.0       # ... at most (a share of the budget)
-
-    def reserve(self, size: int) -> float:
-        """Seconds to keep for extraction and raising from an e-graph of ``size`` rows."""
-        return min(self.extract_per_node * size, self.max_reserve)
-    inserted: dict[str, str] = field(default_factory=dict)  # let of a fused form → its batch rule
-    offered: Counter = field(default_factory=Counter)        # batch rule → groups inserted
-    batched: list[str] = field(default_factory=list)         # lets unioned with a piece of a fused form
-
-
-@dataclass
-class Extracted:
-    view: EGraphView
-    input: InputProgram       # the input program inside the saturated e-graph
-    extraction: Extraction
-
-
-@dataclass
 class Round:
     """One build → saturate → extract → raise round: the graph it ends with, and whether it changed."""
 
@@ -234,17 +228,14 @@ class Round:
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
                example_inputs, aliasing: list, outputs: Outputs, deadline: Deadline) -> Round:
     cost = opts.cost
-    with _phase(report, "build"):
-        built = build(low, rules, opts, cost, deadline)
+    with _phase(report, "build"):  # the horizontal candidates
+        problem = problem_of(low, rules, opts)
+    res = driver.optimize(problem, rules, cost, budget_of(opts), shape_rules(), deadline, report.phase_seconds)
+    built, sat, ex = res.built, res.saturation, res.extracted
     _add_counts(report.rules_fired, built.offered)  # groups offered; the extractor decides which stay
-    with _phase(report, "saturate"):
-        sat = built.session.saturate(opts.budget, deadline=deadline,
-                                     reserve=built.reserve)
     report.egraph_sizes.extend(sat.sizes)
     report.stop_reason = sat.stop_reason
     _add_counts(report.rules_fired, sat.fired)
-    with _phase(report, "extract"):
-        ex = extract_program(built, low, cost, opts, deadline)
     used_before = dict(report.rules_used)  # a round that keeps its input credits no rule
     _record(report, built, ex, rules)
     before, improved = built.before, ex.extraction.improved
@@ -286,59 +277,48 @@ def price_input(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], cost: C
     return build(low, [], Options(), cost), low
 
 
-def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
-          deadline: Deadline | None = None) -> Built:
-    """A session with the rules and the input program, priced as written (before any rule ran:
-    one e-node per class), plus the horizontal fusion candidates when the batch family runs.
-    Raises ``OutOfTime`` when ``deadline`` runs out first (a half-built input is unusable), or
-    leaves less than the extraction reserve (the input is all there is to extract)."""
-    deadline = deadline or Deadline(opts.seconds)
-    session = Session(rules, shape_rules())
-    t0 = time.perf_counter()
-    session.load(low.program, deadline)
-    t1 = time.perf_counter()
-    deadline.check("build", AFTER_LOAD * (t1 - t0))  # pricing and the candidates cannot be stopped
-    before = input_program(view_of(session, low), low.originals, low.roots, cost).cost
-    per_node = EXTRACT_RESERVE * (time.perf_counter() - t1) / max(session.size(), 1)
-    built = Built(session, before, per_node, MAX_RESERVE_SHARE * opts.seconds)
-    deadline.check("build", built.reserve(session.size()))  # extraction could not finish in time
+# The engine's work limits the options do not set (``eqsat.budget.Budget``: analysis passes, ILP
+# columns and nodes, hill-climb steps).
+WORK = Budget()
+
+
+def budget_of(opts: Options) -> Budget:
+    """The engine's work budget: ``WORK`` with the options' iterations, e-graph rows and seconds."""
+    return dataclasses.replace(WORK, iterations=opts.iterations, nodes=opts.max_nodes, seconds=opts.seconds,
+                               ilp_seconds=opts.ilp_seconds)
+
+
+def problem_of(low: Lowered, rules: list[Rule], opts: Options) -> Problem:
+    """The lowered graph as the engine's problem, with the horizontal candidates when the batch
+    family runs."""
+    problem = _input_of(low)
     if opts.horizontal and _has_family(rules, "batch"):
         unions = horizontal_unions(low, opts.disabled)
-        session.load(unions, deadline)
-        built.inserted, built.offered, built.batched = unions.inserted, unions.counts, unions.members
-        deadline.check("build", built.reserve(session.size()))
-    return built
+        problem.candidates, problem.inserted, problem.batched = unions, unions.inserted, unions.members
+        problem.offered = unions.counts
+    return problem
+
+
+def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
+          deadline: Deadline | None = None) -> Built:
+    """A session with the rules and the input program, priced as written (``Built.before``), plus the
+    horizontal candidates when the batch family runs (``eqsat.driver.build``)."""
+    return driver.build(problem_of(low, rules, opts), rules, cost, shape_rules(), deadline)
 
 
 def extract_program(built: Built, low: Lowered, cost: CostModel, opts: Options,
                     deadline: Deadline | None = None) -> Extracted:
-    """The cheapest program in the saturated e-graph; the input program when nothing is cheaper.
-    The ILP gets the least of ``ilp_seconds``, what the deadline leaves after pricing, and its share
-    of the time spent so far (``ILP_SHARE``); the fusion search after it what the deadline leaves then,
-    at most ``SEARCH_SECONDS``."""
-    view = view_of(built.session, low)
-    found = input_program(view, low.originals, low.roots)
-    ilp_seconds, search_seconds = opts.ilp_seconds, SEARCH_SECONDS
-    if deadline is not None:
-        free = deadline.left() - built.reserve(built.session.size())
-        ilp_seconds = min(ilp_seconds, free, max(ILP_MIN_SECONDS, ILP_SHARE * deadline.elapsed()))
-        search_seconds = max(0.0, min(search_seconds, free - max(ilp_seconds, 0.0)))
-        if ilp_seconds <= 0:
-            deadline.out_of_time("extract")
-    ex = extract(view, found.roots, cost, ilp_seconds, original=found.choice, before=built.before,
-                 batched=[view.lets[m] for m in built.batched if m in view.lets],
-                 fused_forms=[view.lets[f] for f in built.inserted if f in view.lets],
-                 search_seconds=search_seconds)
-    return Extracted(view, found, ex)
+    """The cheapest program in the saturated e-graph; the input program when nothing is cheaper."""
+    return driver.extract(built, _input_of(low), cost, budget_of(opts), deadline)
 
 
 def view_of(session: Session, low: Lowered) -> EGraphView:
-    """The saturated e-graph as extraction reads it; shapes of a symbolic graph at Dynamo's size
-    hints, so its program is chosen as for the static graph of the hint."""
-    view = session.view()
-    if low.sizes:
-        view.shape = hint_shapes(view.shape, low.sizes.table)
-    return view
+    """The e-graph as extraction reads it (a symbolic graph's shapes at Dynamo's size hints)."""
+    return driver.view_of(session, _input_of(low))
+
+
+def _input_of(low: Lowered) -> Problem:
+    return Problem(low.program, low.originals, low.roots, sizes=low.sizes.table if low.sizes else None)
 
 
 def raise_program(low: Lowered, ex: Extracted, example_inputs) -> torch.fx.GraphModule:
@@ -355,8 +335,8 @@ def _record(report: Report, built: Built, ex: Extracted, rules: list[Rule]) -> N
     x = ex.extraction
     report.extractor, report.ilp_status, report.ilp_gap = x.extractor, x.ilp_status, x.gap
     if x.search_cut:
-        report.notes.append("the fusion search stopped at its time limit: a faster machine or a larger "
-                            "seconds= may find a cheaper program")
+        report.notes.append("the fusion search stopped at its work limit (Budget.search_steps) or the "
+                            "time budget: a larger budget may find a cheaper program")
     if not report.cost_before:
         report.cost_before, report.kernels_before = built.before.cost, built.before.kernels
     if not x.improved:

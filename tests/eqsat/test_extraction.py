@@ -1,6 +1,7 @@
 """DAG-aware extraction: shared classes paid once, cycles broken, deep graphs without recursion."""
 import sys
 
+from eqsat.budget import Budget
 from eqsat.cost import CostModel
 from eqsat.extract import bottom_up, extract, is_acyclic, is_complete
 from eqsat_graphs import Program, input_choice, input_in, roots_of, union, view_of
@@ -101,17 +102,14 @@ def test_training_step_price_counts_the_gradient_matmuls():
     assert res.cost == step.program_cost(view, res.choice, roots).cost
 
 
-def test_an_ilp_too_large_for_its_time_limit_is_not_started(monkeypatch):
-    """HiGHS overruns a limit it cannot meet and returns nothing: extraction skips it, keeps the
-    bottom-up program, and says so (with a generous rate the same ILP runs and wins)."""
-    import eqsat.extract as extraction
-
+def test_an_ilp_wider_than_its_work_limit_is_not_started():
+    """HiGHS overruns a time limit it cannot meet and returns nothing, so an ILP is started only up to
+    ``Budget.ilp_columns`` columns: past it extraction keeps the bottom-up program and says so (with
+    room the same ILP runs and wins)."""
     p, outs, unions = two_linears_with_fused_form()
     view = view_of(p, extra=unions)
     roots = roots_of(view, outs)
-    monkeypatch.setattr(extraction, "ILP_COLUMNS_PER_SECOND", 1e-3)
-    res = extract(view, roots, FROZEN)
+    res = extract(view, roots, FROZEN, budget=Budget(ilp_columns=1))
     assert res.ilp_status.startswith("skipped:") and "ilp" not in res.candidates
     assert res.cost <= FROZEN.program_cost(view, bottom_up(view, roots, FROZEN.node_cost), roots).cost
-    monkeypatch.setattr(extraction, "ILP_COLUMNS_PER_SECOND", 1e9)
-    assert extract(view, roots, FROZEN).ilp_status == "optimal"
+    assert extract(view, roots, FROZEN, budget=Budget(ilp_columns=10**6)).ilp_status == "optimal"

@@ -3,6 +3,8 @@ lowers the cost. Before, it restarted after every improvement under a 2-second c
 machine it stopped half way and the program depended on the machine's speed (interformer: cost 3071,
 2835 or 3279 from run to run; H200: 63, 65 or 66 launches). Later it shared the ILP's 1 s, with the same
 effect on a slower host (interformer's training step on the H200: 184 or 202 launches)."""
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
@@ -16,18 +18,23 @@ from fx_bridge.pipeline import build, extract_program
 from rules.library import select
 
 
-def _saturated(model, *x, **options):
+def _captured(model, *x):
+    """Dynamo's graph of ``model`` and its example inputs."""
     captured = {}
 
     def grab(gm, ex):
         captured.update(gm=gm, ex=ex)
         return gm.forward
     torch.compile(model, backend=grab)(*x)
-    low = lower(captured["gm"], captured["ex"])
+    return captured["gm"], captured["ex"]
+
+
+def _saturated(model, *x, **options):
+    low = lower(*_captured(model, *x))
     opts = Options.of(options)
     cost = CostModel.for_device("cpu")
     built = build(low, select(opts.families, opts.disabled, opts.extra_rules), opts, cost)
-    built.session.saturate(opts.budget)
+    built.session.saturate(pipeline.budget_of(opts))
     return extract_program(built, low, cost, opts), cost
 
 
@@ -81,12 +88,16 @@ def test_a_search_that_converged_is_not_reported_cut_when_its_clock_runs_out_aft
     assert not ex.extraction.search_cut
 
 
-def test_a_search_cut_by_its_time_limit_is_reported(monkeypatch):
-    monkeypatch.setattr(pipeline, "SEARCH_SECONDS", 0.0)
+def test_a_search_cut_by_its_work_limit_is_reported(monkeypatch):
+    """The hill climb that finds the fused MLP (above) stops after its first swap's worth of work."""
     model, x = _mlp()
-    new_gm, report = optimize(torch.fx.symbolic_trace(model), (x,))
-    torch.testing.assert_close(new_gm(x), model(x))
-    assert any("fusion search stopped at its time limit" in n for n in report.notes), report.notes
+    monkeypatch.setattr(pipeline, "WORK", dataclasses.replace(pipeline.WORK, search_steps=1))
+    ex, _ = _saturated(model, x)
+    assert ex.extraction.search_cut and ex.extraction.extractor != "local"
+    gm, inputs = _captured(model, x)
+    new_gm, report = optimize(gm, inputs)
+    torch.testing.assert_close(new_gm(*inputs), gm(*inputs))
+    assert any("fusion search stopped at its work limit" in n for n in report.notes), report.notes
 
 
 class _TwoBranches(nn.Module):
@@ -100,14 +111,14 @@ class _TwoBranches(nn.Module):
         return torch.cat([torch.tanh(self.a(x)), torch.tanh(self.b(y))], 1)
 
 
-def test_without_search_time_the_optional_candidates_are_not_built(monkeypatch):
-    """When the budget leaves no time after the ILP, extraction keeps to what it must price: no batched
-    candidate, no hill climb, no undo (a 4,096-piece graph spent 3.4 s there with a 5 s budget)."""
+def test_without_search_work_the_optional_candidates_are_not_built(monkeypatch):
+    """With no search steps, extraction keeps to what it must price: no batched candidate, no hill
+    climb, no undo (a 4,096-piece graph spent 3.4 s there with a 5 s budget)."""
     torch.manual_seed(0)
     xs = (torch.randn(64, 8), torch.randn(64, 8))
     ex, _ = _saturated(_TwoBranches(), *xs)
     assert "batched" in ex.extraction.candidates
-    monkeypatch.setattr(pipeline, "SEARCH_SECONDS", 0.0)
+    monkeypatch.setattr(pipeline, "WORK", dataclasses.replace(pipeline.WORK, search_steps=0))
     ex, _ = _saturated(_TwoBranches(), *xs)
     assert not {"batched", "local"} & set(ex.extraction.candidates), ex.extraction.candidates
     assert ex.extraction.search_cut

@@ -23,12 +23,12 @@ def test_broken_rule_is_refused_when_the_backend_is_built():
 
 
 def test_internal_error_falls_back_with_a_warning(eqsat_log, monkeypatch):
-    from fx_bridge import pipeline
+    from eqsat import driver
 
     def broken(*args, **kwargs):
         raise RuntimeError("broken extractor")
 
-    monkeypatch.setattr(pipeline, "extract", broken)
+    monkeypatch.setattr(driver, "extract", broken)
     x = torch.randn(4, 8)
     backend = eqsat_backend(inner="eager")
     out = torch.compile(_f, backend=backend)(x)

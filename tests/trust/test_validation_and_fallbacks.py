@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from fx_bridge import eqsat_backend, optimize
+from eqsat import driver
 from fx_bridge import pipeline
 from rules.dsl import relu, rewrite, tensor
 
@@ -154,7 +155,7 @@ def test_the_log_says_which_kind_of_fallback(eqsat_log, monkeypatch):
     def boom(*a, **k):
         raise KeyError("boom")
 
-    monkeypatch.setattr(pipeline, "extract", boom)
+    monkeypatch.setattr(driver, "extract", boom)
     torch._dynamo.reset()
     b = eqsat_backend(inner="eager")
     torch.testing.assert_close(torch.compile(_f, backend=b)(t), _f(t))

@@ -1,0 +1,39 @@
+"""A graph larger than ``REGION_NODES`` is optimized window by window and every window keeps its
+result (issue 30: a 15k-node graph was all or nothing, decided by the machine's load)."""
+import operator
+
+import torch
+
+from bench.pipeline_scale import TwoStage
+from fx_bridge import pipeline
+from fx_bridge.pipeline import optimize
+from fx_bridge.regions import inline, windows
+from torch.fx.passes.split_module import split_module
+
+
+def _dynamo_graph(pieces):
+    got = []
+    torch.compile(TwoStage(), backend=lambda gm, ex: got.append((gm, list(ex))) or gm.forward)(torch.randn(8, pieces))
+    return got[0]
+
+
+def test_windows_keep_a_tuple_with_its_reader_and_inline_gives_the_graph_back():
+    gm, inputs = _dynamo_graph(16)
+    part = windows(gm, 10)
+    assert len(set(part.values())) > 2
+    for n, k in part.items():
+        if n.target is operator.getitem:
+            assert part[n.args[0]] == k
+    flat = inline(split_module(gm, None, lambda n: part[n], keep_original_order=True))
+    assert not any(n.op == "call_module" for n in flat.graph.nodes)
+    torch.testing.assert_close(flat(*inputs), gm(*inputs))
+
+
+def test_a_graph_past_the_region_size_improves_region_by_region(monkeypatch):
+    gm, inputs = _dynamo_graph(32)
+    monkeypatch.setattr(pipeline, "REGION_NODES", 50)
+    new_gm, report = optimize(gm, inputs, {"seconds": 120.0})
+    assert "optimized as 2 regions of at most 50 nodes each, 2 changed" in report.notes, report.notes
+    assert report.changed and report.cost_after < report.cost_before, report.summary()
+    assert not any(n.op == "call_module" for n in new_gm.graph.nodes)
+    torch.testing.assert_close(new_gm(*inputs), gm(*inputs))

@@ -93,7 +93,7 @@ for l in open(sys.argv[1]):
     soak) timeout "${T_SOAK:-480}" python3 -m bench.soak --cases "${CASES:-10000}" --workers "${WORKERS:-15}" --stall 60 \
             --out "$out/soak.jsonl" > /tmp/job.txt 2>&1 ;;
     # graph-break mender, cold start and steady state original vs mended (needs transformers 4.52.4)
-    mend) timeout "${T_MEND:-540}" python3 -m fx_bridge.mend.bench_coldstart --device cuda --iters 30 \
+    mend) timeout "${T_MEND:-540}" python3 -m bench.mend_coldstart --device cuda --iters 30 \
             --models "${MEND_MODELS:-grounding-dino,plbart-fp16,vision-encoder-decoder,speech-encoder-decoder}" \
             > /tmp/job.txt 2>&1 ;;
     # issue 18's programs (bench/models/parity.py) and dlrm: Inductor / Optimus / eqsat, inference and training

@@ -1,9 +1,10 @@
-# The two commands a newcomer needs: `make demo` and `make test`.
+# The two commands a newcomer needs: `make demo` and `make test` (the fast tier, ≤ 10 min on 2 cores).
+# `make test-slow` is the other tier: end-to-end Inductor compiles, corpora, whole models; CI runs both.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test
+.PHONY: demo test test-slow
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,3 +18,6 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider
+
+test-slow: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -m slow -p no:cacheprovider

@@ -30,6 +30,12 @@ HEADLINE = {
 }
 
 
+# Through Inductor the slow tier runs dhen (a batch fusion that pays) and split_cat_64 (a split-cat
+# rewrite); interformer and wukong are `full` (make test-all): their decisions are checked in the fast tier.
+THROUGH_INDUCTOR = [pytest.param(name, marks=[] if name in ("dhen", "split_cat_64") else [pytest.mark.full])
+                    for name in HEADLINE]
+
+
 def _build(name):
     size = HEADLINE[name][0] if name in HEADLINE else "tiny"
     return REGISTRY[name](size, "cpu", torch.float32)
@@ -101,7 +107,7 @@ def test_the_engine_rewrites_the_dynamo_graph_and_it_matches_eager(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", HEADLINE)
+@pytest.mark.parametrize("name", THROUGH_INDUCTOR)
 def test_inference_matches_eager_with_fewer_launches(name):
     model, inputs = _build(name)
     with torch.no_grad():
@@ -114,7 +120,7 @@ def test_inference_matches_eager_with_fewer_launches(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", HEADLINE)
+@pytest.mark.parametrize("name", THROUGH_INDUCTOR)
 def test_training_step_matches_eager_with_fewer_launches(name):
     eager, ours, alone = _training(name, None), _training(name, "eqsat"), _training(name, "inductor")
     assert ours.loss == pytest.approx(eager.loss, rel=1e-4, abs=1e-5)

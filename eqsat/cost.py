@@ -58,7 +58,7 @@ class ProgramCost:
 
 @dataclass(frozen=True)
 class CostModel:
-    """α·launches + β·bytes. Defaults: fitted on CPU by ``bench/calibrate.py`` (see its table)."""
+    """α·launches + β·bytes. Defaults: fitted on CPU by ``bench/scripts/calibrate.py`` (see its table)."""
 
     alpha: float = 5.0        # µs per kernel launch
     beta: float = 1e-4        # µs per byte read or written

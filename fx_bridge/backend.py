@@ -36,7 +36,7 @@ class EqsatBackend:
             opts = Options.of({**_fields(self.options), **kwargs["options"]})
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params()
         if frozen and device_of(example_inputs) == "cuda" and "batch_layernorm" not in opts.disabled:
-            # Measured on an H200 (torch 2.11, bench.freezing_check): GPU Inductor with freezing
+            # Measured on an H200 (torch 2.11, bench.scripts.freezing_check): GPU Inductor with freezing
             # miscompiles BART's batched layer norms next to batched linears (max error 0.058; the same
             # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
             # batched layer norms where Inductor freezes on a GPU: never a wrong answer.

@@ -6,7 +6,7 @@ import random
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bench.calibrate import predict
+from bench.scripts.calibrate import predict
 from bench.graphgen import random_graph
 from eqsat.cost import CostModel
 from fx_bridge import optimize

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from bench.models import REGISTRY
-from bench.train_step import loss_of, max_grad_error, run_step, training_inputs
+from bench.scripts.train_step import loss_of, max_grad_error, run_step, training_inputs
 from fx_bridge import eqsat_backend, inductor_metrics, torch_compat
 from optimized import assert_no_fallback, assert_optimized
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bench.models import NEEDS_TRANSFORMERS, PARITY, REGISTRY
-from bench.train_step import build, max_grad_error, run_step
+from bench.scripts.train_step import build, max_grad_error, run_step
 from fx_bridge import torch_compat
 from optimized import assert_no_fallback
 

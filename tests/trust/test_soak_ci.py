@@ -1,4 +1,4 @@
-"""CI's share of the soak (``python -m bench.soak`` runs 10,000): 200 random graphs through the
+"""CI's share of the soak (``python -m bench.scripts.soak`` runs 10,000): 200 random graphs through the
 backend, inference, training and calls under ``no_grad``, with inputs in other layouts, grad-mode
 regions and in-place writes (``bench.graphgen.Features``); values, strides, requires_grad, storage
 relations, written inputs and gradients against eager. The fast tier runs 40 of them (~20 s of CPU a
@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from bench.soak import make_case, run_case, summarize
+from bench.scripts.soak import make_case, run_case, summarize
 
 SEEDS = range(100_000, 100_200)
 CHUNKS = 10

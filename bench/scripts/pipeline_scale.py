@@ -1,6 +1,6 @@
 """Time each phase of the optimizer on synthetic graphs of growing size (issue: spine benchmark).
 
-    python -m bench.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
+    python -m bench.scripts.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
 
 Two axes: Optimus' wide split→pointwise→cat (``--pieces``) and random graphs from ``bench.graphgen``
 (``--nodes``: float32 split/cat/pointwise/view/matmul tangles). Fake values are recorded before

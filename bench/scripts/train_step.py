@@ -1,6 +1,6 @@
 """One training step (forward + backward + SGD) of the bench models: kernels and step time per compiler.
 
-    python -m bench.train_step --models dlrm dhen --size small --device cuda
+    python -m bench.scripts.train_step --models dlrm dhen --size small --device cuda
 
 prints, per model and mode, Inductor's generated kernels and extern calls in the forward graph and in
 the backward graph, the median step time, and the largest gradient error against eager. Modes:

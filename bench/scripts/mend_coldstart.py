@@ -1,6 +1,6 @@
 """Cold-start compile time and steady-state latency, original vs mended, for corpus models.
 
-    python -m bench.mend_coldstart [--models t5,bart-fp16,whisper] [--device cuda] [--iters 50]
+    python -m bench.scripts.mend_coldstart [--models t5,bart-fp16,whisper] [--device cuda] [--iters 50]
 
 Cold start = first call of `torch.compile(model)` (Inductor) from a reset Dynamo with the
 FX-graph cache off, so both variants compile from scratch. Steady state = median of `--iters`

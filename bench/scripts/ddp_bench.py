@@ -1,6 +1,6 @@
 """Data-parallel training step time and kernels: Inductor alone vs eqsat (both passes) under DDP.
 
-    torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower --size small
+    torchrun --nproc_per_node 2 -m bench.scripts.ddp_bench --models dlrm recsys_tower --size small
 
 Each rank builds the same bench model, wraps it in ``DistributedDataParallel`` (NCCL on CUDA, gloo on
 CPU) and compiles it; Dynamo's DDPOptimizer splits the graph at bucket boundaries and calls the
@@ -21,7 +21,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from bench.measure import sync
-from bench.train_step import backend_for, build, loss_of, training_inputs
+from bench.scripts.train_step import backend_for, build, loss_of, training_inputs
 from fx_bridge import inductor_metrics as im
 from fx_bridge import torch_compat
 

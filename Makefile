@@ -1,9 +1,11 @@
-# The two commands a newcomer needs: `make demo` and `make test`.
+# The two commands a newcomer needs: `make demo` and `make test` (the fast tier, ≤ 10 min on 2 cores).
+# `make test-slow` is the other tier: end-to-end Inductor compiles, corpora, whole models; CI runs both.
+# `make test-all` adds the parametrizations marked `full` (every model, the whole corpus: an hour or more).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test
+.PHONY: demo test test-slow test-all
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,3 +19,9 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -m "not slow" -p no:cacheprovider
+
+test-slow: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -m "slow and not full" -p no:cacheprovider
+
+test-all: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -56,7 +56,7 @@ def _cuda_event_latency_ms(step: Callable[[], object], reps: int = 50) -> dict:
         start.record()
         step()
         end.record()
-        torch.cuda.synchronize()
+        sync("cuda")
         times.append(start.elapsed_time(end))
     return {"latency_ms": statistics.median(times), "latency_min_ms": min(times)}
 
@@ -78,10 +78,12 @@ def device_to_myself():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def sync(device: str) -> None:
-    """Wait for the device to finish what was queued (a no-op on CPU)."""
-    if device == "cuda":
-        torch.cuda.synchronize()
+def sync(device: str | torch.device) -> None:
+    """Wait for the device to finish what was queued (a no-op on CPU); every timer in bench/ syncs
+    through this one, so "cuda", "cuda:1" and a torch.device all mean the same thing everywhere."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def peak_memory_bytes(step: Callable[[], object], device: str) -> int | None:
@@ -90,11 +92,11 @@ def peak_memory_bytes(step: Callable[[], object], device: str) -> int | None:
     interleaved timing); None on CPU (no allocator statistics there)."""
     if device != "cuda":
         return None
-    torch.cuda.synchronize()
+    sync(device)
     resident = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     step()
-    torch.cuda.synchronize()
+    sync(device)
     return int(torch.cuda.max_memory_allocated() - resident)
 
 

@@ -57,7 +57,7 @@ class ProgramCost:
 
 @dataclass(frozen=True)
 class CostModel:
-    """α·launches + β·bytes. Defaults: fitted on CPU by ``bench/calibrate.py`` (see its table)."""
+    """α·launches + β·bytes. Defaults: fitted on CPU by ``bench/scripts/calibrate.py`` (see its table)."""
 
     alpha: float = 5.0        # µs per kernel launch
     beta: float = 1e-4        # µs per byte read or written
@@ -77,7 +77,7 @@ class CostModel:
     def for_device(cls, device: str, **kw) -> "CostModel":
         """CPU Inductor always emits ConcatKernel and fuses by outer loop. On a GPU, α and β are the
         least-squares fit of H200 latency on launches and bytes over the calibration corpus
-        (``bench/results/…nvidia-h200/calibrate.txt``): 13.9 µs per launch, 4.05e-6 µs per byte. An
+        (``results/…nvidia-h200/calibrate.txt``): 13.9 µs per launch, 4.05e-6 µs per byte. An
         H200 has 132 multiprocessors (``eqsat.fusion.splits_reduction``)."""
         if device == "cpu":
             kw = {"pointwise_cat_inputs": 0, "outer_loop_fusion": True, "loop_cost": 1.0, **kw}

@@ -19,7 +19,7 @@ Each fused group is one generated kernel (two for a reduction Triton splits, ``s
 each extern op one extern call. Bytes are what crosses a kernel boundary: distinct buffers a kernel
 reads from outside it plus buffers it writes that something outside it (or the caller) reads.
 
-Aten training graphs (H200 ``calibrate_train``, ``bench/results/2026-12-01_…_calib``) added four
+Aten training graphs (H200 ``calibrate_train``, ``results/2026-12-01_…_calib``) added four
 rules: a fused group keeps one iteration space (``_Groups``: a layer norm backward's row and column
 sums are two kernels); Triton splits reductions with too few outputs; an ``add`` of a single-use
 ``mm`` is the ``addmm`` Inductor's post-grad pattern makes of it (``absorb_bias_adds``); and opaque

@@ -42,7 +42,7 @@ class EqsatBackend:
         inductor = {**torch_compat.inductor_mode_options(kwargs.get("mode")), **inductor}
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
         if frozen and device_of(example_inputs) == "cuda" and "batch_layernorm" not in opts.disabled:
-            # Measured on an H200 (torch 2.11, bench.freezing_check): GPU Inductor with freezing
+            # Measured on an H200 (torch 2.11, bench.scripts.freezing_check): GPU Inductor with freezing
             # miscompiles BART's batched layer norms next to batched linears (max error 0.058; the same
             # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
             # batched layer norms where Inductor freezes on a GPU: never a wrong answer.

@@ -205,6 +205,7 @@ def test_a_graph_whose_output_has_another_symbolic_size_is_refused():
         check_same_output_sizes(gm, new)
 
 
+@pytest.mark.slow  # Inductor's C++ for three compiles: ~19 s of CPU
 def test_kernels_under_automatic_dynamic_equal_the_static_count():
     """Inductor, pre-grad and post-grad: the recompile with a symbolic batch launches as many kernels
     as the static eqsat compile of the first batch size."""

@@ -2,7 +2,7 @@
 import torch
 import torch.nn.functional as F
 
-import bench.calibrate as calibrate
+import bench.scripts.calibrate as calibrate
 from eqsat.cost import CostModel
 
 

@@ -1,8 +1,8 @@
-"""``python -m bench.calibrate --zoo``: the cost model's launches against Inductor's count for the
+"""``python -m bench.scripts.calibrate --zoo``: the cost model's launches against Inductor's count for the
 programs eqsat chooses on the zoo (issue 29), on the fake H200 here."""
 import pytest
 
-from bench import calibrate, zoo_calibration
+from bench.scripts import calibrate, zoo_calibration
 from fx_bridge.inductor_probe import available
 
 pytestmark = pytest.mark.skipif(not available("cuda"), reason="no way to probe Inductor's CUDA path here")

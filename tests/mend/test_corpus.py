@@ -1,7 +1,8 @@
 """Corpus: transformers==4.52.4 models from tiny configs (code we did not write).
 
-Per model: breaks before and after mending, and bit-identical outputs vs the original run. The
-whole corpus is slow (about 10 min on 2 cores, `-m slow`); one model runs in the fast suite.
+Per model: breaks before and after mending, and bit-identical outputs vs the original run. One model
+runs in the fast tier; the slow tier runs GraphMend's 13 models (its removal share); the whole corpus
+(about 10 min on 2 cores) is `full` (make test-all).
 `python -m fx_bridge.mend.corpus_table` prints the table of docs/mend.md from the same runs.
 """
 
@@ -48,7 +49,8 @@ def test_every_corpus_model_is_listed():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in corpus.GRAPHMEND else [pytest.mark.full])
+                                  for n in sorted(EXPECTED)])
 def test_model(name):
     report = run(name)
     assert report.outputs_equal, report.detail

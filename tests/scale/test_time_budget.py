@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from bench.pipeline_scale import split_pointwise_cat
+from bench.scripts.pipeline_scale import split_pointwise_cat
 from eqsat.cost import CostModel
 from fx_bridge import optimize, torch_compat
 from fx_bridge.lower import lower

@@ -1,22 +1,25 @@
 """A training step through Inductor with both eqsat passes: eager's loss and gradients, the post-grad
 pass sees the forward and the backward graph, and neither graph gets more kernels than Inductor alone.
-Compiles are shared between tests (one per model and mode); only the smallest model runs unmarked."""
+Compiles are shared between tests (one per model and mode). The slow tier runs one model of each
+family (recommendation, split-cat, transformer block); every other model is `full` (make test-all).
+The fast tier checks every model's training graphs through the post-grad pass without Inductor's
+C++ (tests/aten/test_post_grad.py)."""
 import functools
 
 import pytest
 import torch
 
 from bench.models import NEEDS_TRANSFORMERS, PARITY, REGISTRY
-from bench.train_step import build, max_grad_error, run_step
+from bench.scripts.train_step import build, max_grad_error, run_step
 from fx_bridge import torch_compat
 from optimized import assert_no_fallback
 
-FAST = {"recsys_tower"}
+SLOW = {"recsys_tower", "split_cat_mixed", "gpt2_block"}  # the slow tier's representatives
 
 
 def _params():
     for name in sorted(set(REGISTRY) - PARITY):
-        yield pytest.param(name, marks=[] if name in FAST else [pytest.mark.slow], id=name)
+        yield pytest.param(name, marks=[pytest.mark.slow] + ([] if name in SLOW else [pytest.mark.full]), id=name)
 
 
 @functools.lru_cache(maxsize=None)

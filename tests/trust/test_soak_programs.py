@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from bench import soak
+from bench.scripts import soak
 from bench.graphgen import Features, copy_with_layout, random_graph
 from tests.trust.issue28_programs import (cat_of_split, channels_last, mutated_view_then_cat, no_grad_cat,
                                           setitem_then_stack, stack_of_unbind, transposed, zero_then_cat)

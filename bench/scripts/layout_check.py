@@ -1,6 +1,6 @@
 """The as_strided-after-batched-projections program (trust issue, case 0) on a real device.
 
-    python -m bench.layout_check --device cuda
+    python -m bench.scripts.layout_check --device cuda
 
 Three projections of one input read back with ``as_strided`` (the attention pattern Optimus once
 broke). Compiled with the eqsat backend and Inductor, with and without weights frozen, and once with

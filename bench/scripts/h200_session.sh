@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU figures the issues ask for, in as few device calls as possible.
-#   bash bench/h200_session.sh JOB...    (JOB: calibrate | calibrate_train | bench | dynamic | hf | hf_frozen | train | ddp |
+#   bash bench/scripts/h200_session.sh JOB...    (JOB: calibrate | calibrate_train | bench | dynamic | hf | hf_frozen | train | ddp |
 #                                          scale | wide | layout | soak | mend | parity | dump |
 #                                          freezecheck | profile | zoo)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
@@ -21,10 +21,10 @@ models=${MODELS:-dhen,wukong,interformer,dlrm,recsys_tower,split_cat_64,split_ca
 for job in "$@"; do
   echo "== $job"
   case $job in
-    calibrate) timeout "${T_CAL:-200}" python3 -m bench.calibrate --device cuda --graphs "${GRAPHS:-30}" --models \
+    calibrate) timeout "${T_CAL:-200}" python3 -m bench.scripts.calibrate --device cuda --graphs "${GRAPHS:-30}" --models \
                  > /tmp/job.txt 2>&1 ;;
     # #15: the Aten forward and backward graphs of a training step, input and eqsat-optimized: predicted vs measured
-    calibrate_train) timeout "${T_CALT:-240}" python3 -m bench.calibrate --device cuda --train --models --graphs 0 \
+    calibrate_train) timeout "${T_CALT:-240}" python3 -m bench.scripts.calibrate --device cuda --train --models --graphs 0 \
                        --only "${CAL_MODELS:-wukong,dhen,interformer,bert_layer,gpt2_block}" > /tmp/job.txt 2>&1 ;;
     bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
              --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} --rounds "${ROUNDS:-3}" \
@@ -38,7 +38,7 @@ for job in "$@"; do
                --modes "${DYN_MODES:-eager,inductor,eqsat}" --train --dynamic --out "$out/dynamic" > /tmp/job.txt 2>&1
              python3 -m bench report "$out/dynamic" >> /tmp/job.txt 2>&1
              cat "$out/dynamic/report.md" >> /tmp/job.txt
-             timeout "${T_DYNOPT:-150}" python3 -m bench.dynamic_overhead --device cuda --repeat 5 >> /tmp/job.txt 2>&1 ;;
+             timeout "${T_DYNOPT:-150}" python3 -m bench.scripts.dynamic_overhead --device cuda --repeat 5 >> /tmp/job.txt 2>&1 ;;
     # the six transformer blocks (needs transformers 4.52.4) for Inductor / Inductor+Optimus / eqsat: job hf is
     # inference and training, hf_frozen inference with Inductor's freezing (every mode); the modes of a model
     # are timed in 5 interleaved rounds (latency_ms_runs: the noise). HF_TAG=b names a second run. Each
@@ -77,11 +77,11 @@ for l in open(sys.argv[1]):
          cp "/tmp/zoo_$group/results.jsonl" "$out/zoo_$group.jsonl"; cp "/tmp/zoo_$group/report.md" "$out/zoo_$group.md"
          cp "/tmp/zoo_$group/speedup_vs_inductor.png" "$out/zoo_${group}_speedup.png"
          sed -n '/^## Geomean/,/^## Inference (infer)/p' "/tmp/zoo_$group/report.md" >> /tmp/job.txt ;;   # + worse rows
-    train) timeout "${T_TRAIN:-200}" python3 -m bench.train_step --device cuda --size small \
+    train) timeout "${T_TRAIN:-200}" python3 -m bench.scripts.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
-    ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower \
+    ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.scripts.ddp_bench --models dlrm recsys_tower \
            --size small > /tmp/job.txt 2>&1 ;;
-    scale) timeout "${T_SCALE:-120}" python3 -m bench.pipeline_scale --nodes 1000 5000 > /tmp/job.txt 2>&1 ;;
+    scale) timeout "${T_SCALE:-120}" python3 -m bench.scripts.pipeline_scale --nodes 1000 5000 > /tmp/job.txt 2>&1 ;;
     # #14: the wide recsys model (256 sparse features at medium, a tower each; thousands of kernels in
     # training): Inductor alone vs eqsat vs Inductor+Optimus, inference and training; rows stream.
     # WIDE_FLAGS='--train --no-infer' WIDE_MODES=inductor_optimus: one row that did not fit a call
@@ -89,11 +89,11 @@ for l in open(sys.argv[1]):
             --modes "${WIDE_MODES:-inductor,eqsat,inductor_optimus}" ${WIDE_FLAGS:---train} --out "$out/wide" > /tmp/job.txt 2>&1
           python3 -m bench report "$out/wide" >> /tmp/job.txt 2>&1
           cat "$out/wide/report.md" >> /tmp/job.txt ;;
-    layout) timeout "${T_LAYOUT:-120}" python3 -m bench.layout_check --device cuda > /tmp/job.txt 2>&1 ;;
-    soak) timeout "${T_SOAK:-480}" python3 -m bench.soak --cases "${CASES:-10000}" --workers "${WORKERS:-15}" --stall 60 \
+    layout) timeout "${T_LAYOUT:-120}" python3 -m bench.scripts.layout_check --device cuda > /tmp/job.txt 2>&1 ;;
+    soak) timeout "${T_SOAK:-480}" python3 -m bench.scripts.soak --cases "${CASES:-10000}" --workers "${WORKERS:-15}" --stall 60 \
             --out "$out/soak.jsonl" > /tmp/job.txt 2>&1 ;;
     # graph-break mender, cold start and steady state original vs mended (needs transformers 4.52.4)
-    mend) timeout "${T_MEND:-540}" python3 -m fx_bridge.mend.bench_coldstart --device cuda --iters 30 \
+    mend) timeout "${T_MEND:-540}" python3 -m bench.scripts.mend_coldstart --device cuda --iters 30 \
             --models "${MEND_MODELS:-grounding-dino,plbart-fp16,vision-encoder-decoder,speech-encoder-decoder}" \
             > /tmp/job.txt 2>&1 ;;
     # issue 18's programs (bench/models/parity.py) and dlrm: Inductor / Optimus / eqsat, inference and training
@@ -103,15 +103,15 @@ for l in open(sys.argv[1]):
             python3 -m bench report "$out/parity" >> /tmp/job.txt 2>&1
             cat "$out/parity/report.md" >> /tmp/job.txt ;;
     # which rewrite makes a model wrong under freezing
-    freezecheck) timeout "${T_FREEZE:-150}" python3 -m bench.freezing_check --device cuda --model "${FREEZE_MODEL:-bart}" \
+    freezecheck) timeout "${T_FREEZE:-150}" python3 -m bench.scripts.freezing_check --device cuda --model "${FREEZE_MODEL:-bart}" \
                    > /tmp/job.txt 2>&1 ;;
     # the launch lines behind a count that differs between modes
     # (DUMP_FLAGS: --train, --freezing, --modes ...; every wrapper's code goes to $out/code.txt)
-    dump) timeout "${T_DUMP:-200}" python3 -m bench.kernel_dump --device cuda --models ${DUMP_MODELS:-split_stack_unbind} \
+    dump) timeout "${T_DUMP:-200}" python3 -m bench.scripts.kernel_dump --device cuda --models ${DUMP_MODELS:-split_stack_unbind} \
             ${DUMP_FLAGS:-} --code "$out/code.txt" > /tmp/job.txt 2>&1 ;;
     # a latency that differs between modes: host enqueue vs GPU kernel time, interleaved rounds
     # (PROFILE_FLAGS: --train, --freezing, --size, --modes ...)
-    profile) timeout "${T_PROF:-300}" python3 -m bench.profile_step --device cuda \
+    profile) timeout "${T_PROF:-300}" python3 -m bench.scripts.profile_step --device cuda \
                --models ${PROFILE_MODELS:-llama} ${PROFILE_FLAGS:-} > /tmp/job.txt 2>&1 ;;
   esac
   { echo "== $job"; grep -v -i warn /tmp/job.txt | tail -"${TAIL:-80}"; } | tee -a "$out/jobs.txt"

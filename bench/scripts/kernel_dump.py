@@ -1,7 +1,7 @@
 """Which kernels a model launches under each mode: the wrapper's launch lines (and eqsat's report),
 so a launch count that differs between modes can be traced to the kernel that differs.
 
-    python -m bench.kernel_dump --device cuda --models split_stack_unbind --modes inductor_optimus eqsat
+    python -m bench.scripts.kernel_dump --device cuda --models split_stack_unbind --modes inductor_optimus eqsat
 
 A step is built as the harness builds it (inference under no_grad, training a forward and a sum-loss
 backward); `--freezing` turns Inductor's freezing on for every mode; `--code FILE` appends every

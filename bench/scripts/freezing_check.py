@@ -5,7 +5,7 @@ optimized, run eagerly and through Inductor with freezing (without our post-grad
 A graph that runs right eagerly and wrong through Inductor alone is Inductor's miscompile of a valid
 program: its code goes to ``--dump`` (the reproducer for upstream).
 
-    python -m bench.freezing_check --device cuda --model bart --dump DIR
+    python -m bench.scripts.freezing_check --device cuda --model bart --dump DIR
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One training step (forward + backward + SGD) of the bench models: kernels and step time per compiler.
 
-    python -m bench.train_step --models dlrm dhen --size small --device cuda
+    python -m bench.scripts.train_step --models dlrm dhen --size small --device cuda
 
 prints, per model and mode, Inductor's generated kernels and extern calls in the forward graph and in
 the backward graph, the median step time, and the largest gradient error against eager. Modes:
@@ -19,6 +19,7 @@ from typing import Callable
 
 import torch
 
+from bench.measure import sync
 from bench.models import REGISTRY
 from fx_bridge import eqsat_backend
 from fx_bridge import inductor_metrics as im
@@ -82,23 +83,19 @@ def run_step(model: torch.nn.Module, inputs: tuple, mode: str | None, repeats: i
     result = StepResult(float(loss), _grads(model, inputs), im.launch_counts(fwd_code), im.launch_counts(bwd_code),
                         backend=backend)
     if repeats:
+        device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), "cpu")
         opt = torch.optim.SGD(model.parameters(), lr=1e-3)
         times = []
         for _ in range(repeats):
-            _sync(inputs)
+            sync(device)
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
             loss_of(fn(*inputs)).backward()
             opt.step()
-            _sync(inputs)
+            sync(device)
             times.append(time.perf_counter() - t0)
         result.step_ms = 1e3 * statistics.median(times)
     return result
-
-
-def _sync(inputs: tuple) -> None:
-    if any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs):
-        torch.cuda.synchronize()
 
 
 def max_grad_error(actual: StepResult, expected: StepResult) -> float:

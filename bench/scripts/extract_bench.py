@@ -4,7 +4,7 @@ Each e-graph is a chain of blocks (two linears sharing an input, each unioned wi
 fused linear; relus; a split/cat round trip unioned with its input; a residual add), grown until it
 reaches the target number of term e-nodes. Not a test: prints a table.
 
-    python -m bench.extract_bench --sizes 1000 10000 50000 --time-limit 5
+    python -m bench.scripts.extract_bench --sizes 1000 10000 50000 --time-limit 5
 """
 from __future__ import annotations
 

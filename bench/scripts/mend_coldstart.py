@@ -1,6 +1,6 @@
 """Cold-start compile time and steady-state latency, original vs mended, for corpus models.
 
-    python -m fx_bridge.mend.bench_coldstart [--models t5,bart-fp16,whisper] [--device cuda] [--iters 50]
+    python -m bench.scripts.mend_coldstart [--models t5,bart-fp16,whisper] [--device cuda] [--iters 50]
 
 Cold start = first call of `torch.compile(model)` (Inductor) from a reset Dynamo with the
 FX-graph cache off, so both variants compile from scratch. Steady state = median of `--iters`
@@ -15,16 +15,12 @@ import time
 
 import torch
 
+from bench.measure import sync
 from fx_bridge.mend import corpus, dynamo_compat, mend, runtime
 
 
 def _to(value, device):
     return value.to(device) if isinstance(value, torch.Tensor) else value
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def measure(name: str, device: str, iters: int, mended: bool) -> dict:
@@ -42,19 +38,19 @@ def measure(name: str, device: str, iters: int, mended: bool) -> dict:
         dynamo_compat.reset()
         with dynamo_compat.cold_compile_caches():
             compiled = runtime.compile(model)
-            _sync(device)
+            sync(device)
             start = time.perf_counter()
             compiled(**kwargs)
-            _sync(device)
+            sync(device)
             cold = time.perf_counter() - start
             for _ in range(3):
                 compiled(**kwargs)
             times = []
             for _ in range(iters):
-                _sync(device)
+                sync(device)
                 start = time.perf_counter()
                 compiled(**kwargs)
-                _sync(device)
+                sync(device)
                 times.append(time.perf_counter() - start)
     if patch is not None:
         patch.undo()

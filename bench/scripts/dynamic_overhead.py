@@ -6,7 +6,7 @@ the table gives the median seconds, the ratio, and whether both captures were op
 (the same estimated cost after, the symbolic one priced at its hints; rules used can differ between
 equally cheap programs, run to run). Not a test: prints a table.
 
-    python -m bench.dynamic_overhead --models dhen interformer recsys_tower split_cat_64 --repeat 5
+    python -m bench.scripts.dynamic_overhead --models dhen interformer recsys_tower split_cat_64 --repeat 5
 """
 from __future__ import annotations
 

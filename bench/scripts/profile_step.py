@@ -1,6 +1,6 @@
 """Where a step's time goes under each mode: host time to enqueue it, GPU kernel time, and the kernels.
 
-    python -m bench.profile_step --device cuda --models llama --modes inductor eqsat --rounds 5
+    python -m bench.scripts.profile_step --device cuda --models llama --modes inductor eqsat --rounds 5
 
 A latency that differs while the launch count does not (or moves the other way) has one of two
 causes: the host takes longer to issue the step (Python wrapper, allocations, extern-call set-up) or

@@ -9,7 +9,7 @@ and counts both programs' launches with Inductor's own lowering and scheduler
 predicted vs counted launches for the input and the chosen program; the summary, the median and mean
 |predicted − counted| over the chosen programs (the target: a median of at most 1 launch, H200).
 
-    python -m bench.calibrate --zoo --device cuda [--only llama,t5] [--train] [--kernels]
+    python -m bench.scripts.calibrate --zoo --device cuda [--only llama,t5] [--train] [--kernels]
 
 ``--kernels`` lists each launch Inductor makes with the Aten ops it was made from.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bench import train_step
+from bench.scripts import train_step
 from bench.models import ZOO
 from eqsat.cost import CostModel
 from fx_bridge import inductor_metrics, inductor_probe, post_grad, torch_compat

@@ -1,7 +1,7 @@
 """Soak: thousands of random graphs through the backend, inference and training, against eager.
 
-    python -m bench.soak --cases 10000 --workers 14
-    python -m bench.soak --cases 2000 --workers 14 --device cuda --inductor   # the real compile
+    python -m bench.scripts.soak --cases 10000 --workers 14
+    python -m bench.scripts.soak --cases 2000 --workers 14 --device cuda --inductor   # the real compile
 
 Each case is a random Torch-IR graph (``bench.graphgen``) whose outputs may be inputs, views of
 inputs and repeated values, and which has (drawn per case) what issue 28 found missing: inputs with
@@ -438,7 +438,7 @@ def reproducer(seed: int, train: bool) -> str:
     """The program of case ``seed`` and its inputs' layouts, to paste into an issue."""
     case = make_case(seed, train)
     layouts = [f"{tuple(x.shape)} stride {x.stride()} offset {x.storage_offset()} {x.dtype}" for x in case.inputs]
-    return (f"# seed {seed} ({case.mode}; python -m bench.soak --case {seed}{' --train' if train else ''})\n"
+    return (f"# seed {seed} ({case.mode}; python -m bench.scripts.soak --case {seed}{' --train' if train else ''})\n"
             f"# inputs: {'; '.join(layouts)}\n{case.gm.code.strip()}\n")
 
 

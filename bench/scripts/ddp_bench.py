@@ -1,6 +1,6 @@
 """Data-parallel training step time and kernels: Inductor alone vs eqsat (both passes) under DDP.
 
-    torchrun --nproc_per_node 2 -m bench.ddp_bench --models dlrm recsys_tower --size small
+    torchrun --nproc_per_node 2 -m bench.scripts.ddp_bench --models dlrm recsys_tower --size small
 
 Each rank builds the same bench model, wraps it in ``DistributedDataParallel`` (NCCL on CUDA, gloo on
 CPU) and compiles it; Dynamo's DDPOptimizer splits the graph at bucket boundaries and calls the
@@ -20,16 +20,12 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from bench.train_step import backend_for, build, loss_of, training_inputs
+from bench.measure import sync
+from bench.scripts.train_step import backend_for, build, loss_of, training_inputs
 from fx_bridge import inductor_metrics as im
 from fx_bridge import torch_compat
 
 MODES = ("eager", "inductor", "inductor_optimus", "eqsat")
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def run(name: str, mode: str, size: str, device: torch.device, steps: int, bucket_mb: float):
@@ -48,12 +44,12 @@ def run(name: str, mode: str, size: str, device: torch.device, steps: int, bucke
     opt.step()
     times = []
     for _ in range(steps):
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss_of(fn(*inputs)).backward()
         opt.step()
-        _sync(device)
+        sync(device)
         times.append(time.perf_counter() - t0)
     params = [p.detach().float().cpu() for p in model.parameters()]
     return fwd, {k: total[k] - fwd[k] for k in total}, 1e3 * statistics.median(times), params

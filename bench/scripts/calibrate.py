@@ -11,10 +11,10 @@ post-grad pass prices them and measured in Inductor's wrapper code of that graph
 programs (``name/fwd``, ``name/bwd``) and the programs eqsat's pre- and post-grad passes choose
 (``name/eqsat/fwd``, ``name/eqsat/bwd``), each with the predicted kernels by kind next to Inductor's.
 
-    python -m bench.calibrate --device cpu --graphs 40
-    python -m bench.calibrate --device cuda --graphs 60 --models
-    python -m bench.calibrate --device cpu --train --models --graphs 0 --only wukong,dhen
-    python -m bench.calibrate --zoo --device cuda [--train] [--only llama,t5]   # see bench.zoo_calibration
+    python -m bench.scripts.calibrate --device cpu --graphs 40
+    python -m bench.scripts.calibrate --device cuda --graphs 60 --models
+    python -m bench.scripts.calibrate --device cpu --train --models --graphs 0 --only wukong,dhen
+    python -m bench.scripts.calibrate --zoo --device cuda [--train] [--only llama,t5]   # see bench.scripts.zoo_calibration
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from scipy.optimize import nnls
 from scipy.stats import spearmanr
 
-from bench import train_step
+from bench.scripts import train_step
 from bench.measure import latency_ms
 from eqsat.cost import CostModel, ProgramCost, launches
 from eqsat.fusion import plan_groups
@@ -452,12 +452,12 @@ def main(argv=None) -> None:
     ap.add_argument("--rescore", metavar="CALIBRATE_TXT", help="predict again for a committed run's graphs "
                     "(random graphs by seed, models at size small) instead of compiling")
     ap.add_argument("--zoo", action="store_true", help="the zoo's graphs and the programs eqsat chooses for "
-                    "them, counted by Inductor's lowering and scheduler (bench.zoo_calibration)")
+                    "them, counted by Inductor's lowering and scheduler (bench.scripts.zoo_calibration)")
     ap.add_argument("--kernels", action="store_true", help="with --zoo: each launch and the ops it was made from")
     args = ap.parse_args(argv)
     only = args.only.split(",") if args.only else None
     if args.zoo:
-        from bench import zoo_calibration
+        from bench.scripts import zoo_calibration
 
         return zoo_calibration.main(args.device, only, args.train, args.kernels)
     model = CostModel.for_device(args.device)

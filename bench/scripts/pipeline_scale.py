@@ -1,7 +1,7 @@
 """Time each phase of the optimizer on synthetic graphs of growing size (issue: spine benchmark).
 
-    python -m bench.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
-    python -m bench.pipeline_scale --dynamo --pieces 4096 [--train]
+    python -m bench.scripts.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
+    python -m bench.scripts.pipeline_scale --dynamo --pieces 4096 [--train]
 
 ``--dynamo`` goes through ``torch.compile(backend=eqsat_backend(...))`` as a user does (issue 30):
 the two-stage model of ``TwoStage`` is traced by Dynamo, optimized (and, with ``--train``, so are

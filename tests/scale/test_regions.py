@@ -4,7 +4,7 @@ import operator
 
 import torch
 
-from bench.pipeline_scale import TwoStage
+from bench.scripts.pipeline_scale import TwoStage
 from fx_bridge import pipeline
 from fx_bridge.pipeline import optimize
 from fx_bridge.regions import inline, windows

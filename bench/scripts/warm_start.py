@@ -7,8 +7,8 @@ compiler: eqsat cold then warm, Inductor alone cold then warm. A child times its
 checked against eager) and sums the optimizer time of every report
 (Dynamo graphs and Aten graphs). Not a test: prints a table.
 
-    python -m bench.warm_start --device cpu
-    python -m bench.warm_start --device cuda --models split_cat_256 recsys_tower
+    python -m bench.scripts.warm_start --device cpu
+    python -m bench.scripts.warm_start --device cuda --models split_cat_256 recsys_tower
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def child(model: str, compiler: str, device: str, size: str) -> dict:
 def run_child(model: str, compiler: str, device: str, size: str, cache_dir: str) -> dict:
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir}
     env.pop("EQSAT_CACHE", None)
-    out = subprocess.run([sys.executable, "-m", "bench.warm_start", "--child", model, compiler,
+    out = subprocess.run([sys.executable, "-m", "bench.scripts.warm_start", "--child", model, compiler,
                           "--device", device, "--size", size], env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -22,6 +22,7 @@ import time
 
 import torch
 
+from bench.measure import sync
 from bench.models import REGISTRY
 from bench.models.split_cat import SplitCat64, _build_64
 
@@ -45,8 +46,7 @@ def child(model: str, compiler: str, device: str, size: str) -> dict:
         want = module(*inputs)
         t0 = time.perf_counter()
         got = torch.compile(module, backend=compiler)(*inputs)
-        if device == "cuda":
-            torch.cuda.synchronize()
+        sync(device)
         seconds = time.perf_counter() - t0
     torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
     from fx_bridge import torch_compat

@@ -64,6 +64,8 @@ class IlpResult:
 def solve(view: EGraphView, roots: list[str], kept: list[str], costs: dict[str, float],
           time_limit: float) -> IlpResult:
     """Minimise Σ cost·x over kept nodes: roots chosen, every chosen node's child classes chosen."""
+    if not kept:  # SciPy refuses a problem with no columns: nothing to choose is trivially optimal
+        return IlpResult(None, "infeasible: no columns", None, None, 0) if roots else IlpResult({}, "optimal", None, 0.0, 0)
     t0 = time.perf_counter()
     col = {n: i for i, n in enumerate(kept)}
     members: dict[str, list[int]] = {}

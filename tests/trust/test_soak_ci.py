@@ -14,15 +14,7 @@ CHUNKS = 10
 
 # Seeds of this share that meet a known bug of ours: each must still fail as written (a fix shows
 # here, and its seed comes out of the list). See tests/trust/test_soak_programs.py for the programs.
-KNOWN: dict[int, tuple[str, str]] = {
-    100159: ("requires_grad", "a view made in a no_grad region is read through detach (fx_bridge/lower.py)"),
-    100177: ("requires_grad", "functionalize_intermediates drops requires_grad from the fake values"),
-    100183: ("requires_grad", "a view made in a no_grad region is read through detach (fx_bridge/lower.py)"),
-}
-# Not run: the analysis rules never reach a fixpoint on its backward graph and memory grows without
-# bound (rules/listpat.py's two-output ``Each`` relation; test_soak_programs.py has the program).
-HANGS: dict[int, str] = {100055: "egraph._analyse does not terminate on the backward graph"}
-
+KNOWN: dict[int, tuple[str, str]] = {}
 
 def _chunk(chunk: int) -> list[int]:
     n = len(SEEDS) // CHUNKS
@@ -33,7 +25,7 @@ def _chunk(chunk: int) -> list[int]:
 def test_random_graphs_through_the_backend_match_eager(chunk):
     logging.getLogger("eqsat").setLevel(logging.ERROR)
     try:
-        results = [run_case(seed, train=seed % 2 == 1) for seed in _chunk(chunk) if seed not in HANGS]
+        results = [run_case(seed, train=seed % 2 == 1) for seed in _chunk(chunk)]
     finally:
         logging.getLogger("eqsat").setLevel(logging.NOTSET)
     bad = [r for r in results if r["problem"] and r["seed"] not in KNOWN]

@@ -100,9 +100,6 @@ class Session:
     # rules on a 1,024-way split→sigmoid→cat took 4.0 s, each rule saturated alone 0.19 s
     # (4,096 pieces: 0.77 s; before, ~9 iterations per piece over all rules, quadratic).
     ANALYSIS_CHUNK = 1
-    # Iterations of one analysis rule per command (it stops early when nothing changes): a list walk
-    # takes one per cell, so a 4,096-piece list takes 4 passes (a pass of all rules: ~50 ms).
-    ANALYSIS_REPEAT = 1024
 
     def _analysis_ruleset(self) -> str:
         """A new ruleset for one analysis clause (declared here)."""
@@ -206,7 +203,7 @@ class Session:
         # fixpoint by then (long lists), the rules start on the facts found so far and every
         # iteration carries the analysis on.
         kept = reserve(self.size())
-        self._analyse(deadline, reserve, None, keep=kept + (deadline.left() - kept) / 2, nodes=budget.nodes)
+        self._analyse(deadline, reserve, None, keep=kept + (deadline.left() - kept) / 2)
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"
         step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)}))"
@@ -222,7 +219,7 @@ class Session:
             (out,) = self._run(step)
             last_step = time.perf_counter() - t_step
             self._count_fired(out, log)
-            updated = self._analyse(deadline, reserve, log, nodes=budget.nodes) or out.report.updated
+            updated = self._analyse(deadline, reserve, log) or out.report.updated
             n = self.size()
             growth = max(growth, n / max(size, 1))
             if n > budget.nodes:
@@ -243,20 +240,16 @@ class Session:
         return log
 
     def _analyse(self, deadline: Deadline, reserve: Callable[[int], float], log: SaturationLog | None,
-                 keep: float = 0.0, nodes: int | None = None) -> bool:
-        """The analysis rules to a fixpoint, each run on its own (see ``ANALYSIS_CHUNK``) for at most
-        ``ANALYSIS_REPEAT`` iterations a command, until a whole pass changes nothing; the deadline
-        checked between commands (or stopping earlier, leaving ``keep`` seconds), the e-graph's size
-        against ``nodes`` between passes; whether anything changed. Rules that fire here count in
-        ``log`` (None: before any rewrite). No command runs a rule to its own fixpoint: one that
-        keeps finding new rows (a list relation over many matches) would never give the deadline a
-        turn."""
+                 keep: float = 0.0) -> bool:
+        """The analysis rules to a fixpoint, each saturated on its own (see ``ANALYSIS_CHUNK``), the
+        deadline checked between commands (or stopping earlier, leaving ``keep`` seconds); whether
+        anything changed. Rules that fire here count in ``log`` (None: before any rewrite)."""
         sets = self._analysis_sets
-        steps = [f"(run-schedule (seq {' '.join(f'(repeat {self.ANALYSIS_REPEAT} (run {a}))' for a in sets[k:k + self.ANALYSIS_CHUNK])}))"
+        steps = [f"(run-schedule (seq {' '.join(f'(saturate (run {a}))' for a in sets[k:k + self.ANALYSIS_CHUNK])}))"
                  for k in range(0, len(sets), self.ANALYSIS_CHUNK)]
         updated = False
         size = self.size()
-        while nodes is None or size <= nodes:
+        while True:
             changed = False
             for step in steps:
                 if deadline.out_of_time("analysis", reserve(size)) or deadline.left() <= keep:
@@ -268,8 +261,6 @@ class Session:
             updated |= changed
             if not changed:
                 return updated
-            size = self.size()
-        return updated
 
     def _count_fired(self, out, log: SaturationLog) -> None:
         for tag, k in out.report.num_matches_per_rule.items():

@@ -11,11 +11,7 @@ cells, built from the tail up in the analysis, then matched at the head:
   The template and its guards are matched once per element into ``Each_hElem(elem, args…, dtypes…,
   extras…)``; the walk joins only cells with that relation: a shape lookup in the walk's own query
   made each of its one-cell-per-iteration steps scan the shape table (stack_squeezed's walk, 4,096
-  pieces: 27 s; walking ``Each_hElem``: linear). An element may match in several ways (``a*b`` and
-  ``b*a`` in one class, under ``binary(f, p, q)``); the walk takes one of them per element, the first
-  found (``Each_hPick<j>(elem, extras…)``, merge ``old``; the pair is checked against ``Each_hElem``),
-  so a list has one row per extras and dtypes: a row per combination of matches built a list of
-  arguments each, and those lists' own rows more (soak seed 100055: gigabytes, no end).
+  pieces: 27 s; walking ``Each_hElem``: linear).
 
 ``h`` hashes the template's egglog text, so two rules with the same template share one relation.
 """
@@ -24,8 +20,7 @@ from __future__ import annotations
 import hashlib
 
 from eqsat import to_egglog
-from eqsat.rulelang import (DTYPE, INT, TENSOR, TLIST, TTUPLE, Function, Relation, Var, cons, ctor, nil, rule, set_,
-                            variables)
+from eqsat.rulelang import DTYPE, INT, TENSOR, TLIST, TTUPLE, Relation, Var, cons, ctor, nil, rule, variables
 
 from .patterns import Each, RuleError, term_vars
 from .query import Query
@@ -91,14 +86,12 @@ def each_relation(pat: Each) -> tuple[Relation, list[Var], list]:
     rel = Relation(name, (TLIST,) * (k + 1) + (DTYPE,) * k + extra_sorts)
     row = Relation(f"{name}Elem", (TENSOR,) * (k + 1) + (DTYPE,) * k + extra_sorts)
     outs = [Var(f"_o{j}", TLIST) for j in range(k)]
-    picks = [Function(f"{name}Pick{j}", (TENSOR,) + extra_sorts, TENSOR) for j in range(k)]
-    picked = [a == p(h, *cols) for p, a in zip(picks, params)]
     decls = [
-        rel, row, *picks,
-        rule(h == elem, *facts).then(row(h, *params, *dtypes, *cols), *(set_(p(h, *cols), a) for p, a in zip(picks, params))),
-        rule(l == cons(h, nil()), *picked, row(h, *params, *dtypes, *cols))
+        rel, row,
+        rule(h == elem, *facts).then(row(h, *params, *dtypes, *cols)),
+        rule(l == cons(h, nil()), row(h, *params, *dtypes, *cols))
         .then(rel(l, *(cons(a, nil()) for a in params), *dtypes, *cols)),
-        rule(l == cons(h, r), *picked, row(h, *params, *dtypes, *cols), rel(r, *outs, *dtypes, *cols))
+        rule(l == cons(h, r), row(h, *params, *dtypes, *cols), rel(r, *outs, *dtypes, *cols))
         .then(rel(l, *(cons(a, o) for a, o in zip(params, outs)), *dtypes, *cols)),
     ]
     return rel, extras, decls

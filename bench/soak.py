@@ -463,11 +463,11 @@ def _worker(args):
     return result
 
 
-def _serve(conn, memory_gb: float | None) -> None:
+def _serve(conn, memory_gb: float | None, work: Callable = _worker) -> None:
     """A worker process: cases in, results out, until told to stop (None)."""
     _limit_memory(memory_gb)
     while (job := conn.recv()) is not None:
-        conn.send(_worker(job))
+        conn.send(work(job))
 
 
 def _lost(job, why: str) -> dict:
@@ -487,19 +487,19 @@ class _Slot:
 
 
 def run_cases(jobs: list[tuple], workers: int, case_timeout: float, memory_gb: float | None,
-              recycle: int = 200):
+              recycle: int = 200, work: Callable = _worker):
     """Yield a result per job, as cases end, from ``workers`` processes, each running one case at a
     time: a case running past ``case_timeout`` seconds has its process killed, one whose process
     dies (out of memory, a crash in native code) is reported lost; either way a fresh process takes
     the next case, so one bad case never stops the soak. A process is replaced after ``recycle``
-    cases (compile caches grow)."""
+    cases (compile caches grow). ``work`` (importable by name) turns a job into its result."""
     ctx = multiprocessing.get_context("spawn")
     todo = list(reversed(jobs))
     slots: list[_Slot] = []
 
     def spawn() -> _Slot:
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve, args=(child, memory_gb), daemon=True)
+        proc = ctx.Process(target=_serve, args=(child, memory_gb, work), daemon=True)
         proc.start()
         child.close()
         return _Slot(proc, parent)

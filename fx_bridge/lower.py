@@ -65,7 +65,7 @@ class OpaqueSpec:
     kwargs: dict
     out: str  # "tensor" | "tuple" | "none" | "scalar" (a data-dependent SymInt/SymBool/SymFloat)
     label: str
-    no_grad: bool = False  # a view made inside a ``no_grad`` region: raised inside one (see ``view_under_no_grad``)
+    no_grad: bool = False  # a view made inside a ``no_grad`` region: raised inside one (``_Lowerer.escaped``)
 
 
 @dataclass
@@ -393,7 +393,7 @@ class _Lowerer:
                 return self.escaped(a) if a in self.no_grad_views else self.values[a]
 
             args, kwargs = map_aggregate(n.args, raw), dict(map_aggregate(dict(n.kwargs), raw))
-            if canonical_name(n) == "getitem" and args and isinstance(args[0], TupleVal):
+            if canonical_name(n) == "getitem" and len(args) == 2 and isinstance(args[0], TupleVal) and isinstance(args[1], int):
                 v = args[0].piece(args[1])  # a piece of an escaped tuple: no tensor op of its own
             else:
                 v = self.opaque(n, args, kwargs, no_grad=True)
@@ -450,7 +450,8 @@ class _Lowerer:
         effectful = (self.is_random(n, canonical_name(n) or "") or out == "none" or n in self.input_writes
                      or torch_compat.aten_is_random(n.target) or label.split(".")[-1] in RANDOM_NAMES)
         unique = effectful or n in self.pinned
-        ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if unique else "") + (("no_grad",) if no_grad else ())
+        ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if unique else "",
+                 *(("no_grad",) if no_grad else ()))
         key = self.out.keys.key(f"{ops.OPAQUE_KEY_PREFIX}{label}", {"sig": ident})
         self.out.opaque.setdefault(key, OpaqueSpec(n.op, n.target, t_args, t_kwargs, out, label, no_grad))
         tup = self.emit(Term("Opaque", (key, TList(tuple(tensors)))))

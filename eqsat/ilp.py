@@ -68,6 +68,8 @@ def solve(view: EGraphView, roots: list[str], kept: list[str], costs: dict[str, 
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
+    if not kept:  # SciPy refuses a problem with no columns: nothing to choose is trivially optimal
+        return IlpResult(None, "infeasible: no columns", None, None, 0) if roots else IlpResult({}, "optimal", None, 0.0, 0)
     t0 = time.perf_counter()
     col = {n: i for i, n in enumerate(kept)}
     members: dict[str, list[int]] = {}

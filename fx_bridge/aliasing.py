@@ -14,8 +14,10 @@ optimized output's strides differ from eager's (size-1 dims aside), the copy wri
 (``permute → clone → permute back``); where eager's is no dense layout (a slice or an expand of a
 buffer), a dense output of ours is as good, and any other is copied to the dense layout of eager's
 dim order. Symbolic strides are ordered by their hints and compared as expressions. Inductor
-keeps the strides the post-grad graph had before its passes (ours included), so only Torch-IR graphs
-need it.
+gives a post-grad graph's output the strides it had before the passes (ours included), but only
+their order where the output is a view (``GraphLowering.run_node``: ``require_stride_order``); so an
+Aten output that became a view in another layout (a piece of a batched buffer, a slice) gets a
+``clone``, whose exact strides Inductor then sets.
 
 The post-grad pass appends the values it copies back into mutated inputs as trailing outputs. When a
 user output is one of them, or a copy of one, Inductor returns the input's storage: it writes the value
@@ -26,6 +28,7 @@ survives that, so such a program is refused unless the input program already had
 from __future__ import annotations
 
 import dataclasses
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,13 +155,19 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
             continue
         target = dense_like(want.layout)
         # eager's is a slice or an expand of a buffer (no copy has it) and ours is dense: as good
-        relayout = (dialect == "torch" and i < user and not same_layout(want.layout, got.layout)
-                    and not (_dense(got.layout) and not same_layout(want.layout, target)))
+        relayout = (i < user and not same_layout(want.layout, got.layout)
+                    and not (_dense(got.layout) and not same_layout(want.layout, target))
+                    and (dialect == "torch" or want.fresh and inductor_view(leaves[i])))
+        if relayout and dialect == "aten" and any(w is not None and i in w.outputs for w in original[i + 1:]):
+            raise Unsupported(f"output {i} would need a copy in eager's layout, and a later output is a view of it")
         if want == got and not relayout:
             continue
         leaf = leaves[i]
         with gm.graph.inserting_before(out_node):
-            if want.fresh and relayout:
+            if want.fresh and relayout and dialect == "aten":
+                replace[i] = _clone(gm.graph, leaf, dialect)  # Inductor gives it eager's strides
+                repair.copies += 1
+            elif want.fresh and relayout:
                 replace[i] = _copy_in_layout(gm.graph, leaf, target)
                 repair.copies += 1
             elif want.fresh:
@@ -177,6 +186,21 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
         out_node.args = (map_aggregate(out_node.args[0], lambda x: replace.get(next(it), x)),)
         gm.recompile()
     return repair
+
+
+def inductor_view(n: Any) -> bool:
+    """Inductor lowers Aten node ``n`` to a view of another buffer (a view op, ``_unsafe_view``, a
+    split's piece), whose strides it keeps only in order. Read from the op's schema: the fake values
+    recorded are detached copies, which are no views."""
+    if not isinstance(n, torch.fx.Node) or n.op != "call_function":
+        return False
+    if n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
+        return inductor_view(n.args[0])
+    if n.target is torch.ops.aten._unsafe_view.default:
+        return True
+    schema = getattr(n.target, "_schema", None)
+    return bool(schema is not None and schema.returns and schema.returns[0].alias_info is not None
+                and not schema.is_mutable)
 
 
 def same_layout(a: tuple | None, b: tuple | None) -> bool:

@@ -65,6 +65,7 @@ class OpaqueSpec:
     kwargs: dict
     out: str  # "tensor" | "tuple" | "none" | "scalar" (a data-dependent SymInt/SymBool/SymFloat)
     label: str
+    no_grad: bool = False  # a view made inside a ``no_grad`` region: raised inside one (``_Lowerer.escaped``)
 
 
 @dataclass
@@ -89,6 +90,12 @@ class Lowered:
     values: dict[torch.fx.Node, Any] = field(default_factory=dict)  # FX node → Ref/TupleVal/const
     dialect: str = "torch"                                   # "torch" (Dynamo) | "aten" (post-grad)
     sizes: SymbolicSizes = field(default_factory=SymbolicSizes)  # encoding of symbolic sizes
+    reads: dict[torch.fx.Node, dict[torch.fx.Node, Any]] = field(default_factory=dict)  # a no_grad region's cut reads
+
+    def read(self, n: torch.fx.Node, a: torch.fx.Node) -> Any:
+        """What node ``n`` read for its input ``a``: inside a ``no_grad`` region a value carrying
+        autograd history is read through ``detach``, and a copy of ``n`` must read that too."""
+        return self.reads.get(n, {}).get(a, self.values.get(a))
 
     @property
     def num_terms(self) -> int:
@@ -121,6 +128,8 @@ class _Lowerer:
         # ``detach``, so no rewrite can move a computation across the block's boundary.
         self.grad_base = self.grad = torch.is_grad_enabled()
         self.grad_carrying: set[torch.fx.Node] = set()
+        self.no_grad_views: set[torch.fx.Node] = set()
+        self.escapes: dict[torch.fx.Node, Any] = {}
         self.grad_switch, self.inference_mode = torch_compat.grad_mode_switch(), torch_compat.inference_mode_targets()
 
     # -- emitting --------------------------------------------------------------------------------
@@ -206,8 +215,10 @@ class _Lowerer:
             else:
                 self.values[n] = self.lower_call(n)
                 self.bind_node(n)
-            if self.grad and _requires_grad(torch_compat.node_value(n)):
+            if self.grad_base and _requires_grad(torch_compat.node_value(n)):
                 self.grad_carrying.add(n)
+                if not self.grad:  # a view made in a no_grad region (see ``escaped``)
+                    self.no_grad_views.add(n)
         return self.out
 
     def switches_grad_mode(self, n: torch.fx.Node) -> bool:
@@ -313,7 +324,7 @@ class _Lowerer:
 
         def leaf(x):
             if isinstance(x, torch.fx.Node):
-                v = self.values[x]
+                v = self.value_of(x)
                 if isinstance(v, TupleVal):
                     v = tuple(v.piece(i) for i in range(v.n))
                     self.out.roots.extend(r.let for r in v if isinstance(r, Ref))
@@ -337,8 +348,8 @@ class _Lowerer:
             # symbolic size arithmetic (``x.size(0)``, ``s0 * 2``, ``x.shape``): its value is an
             # expression over the graph's symbols, rebuilt from the inputs wherever it is needed
             return map_aggregate(val, lambda v: self.sym_scalar(n, v) if isinstance(v, torch.SymInt) else v)
-        args = map_aggregate(n.args, self.value_of)
-        kwargs = dict(map_aggregate(dict(n.kwargs), self.value_of))
+        args = map_aggregate(n.args, lambda x: self.value_of(x, n))
+        kwargs = dict(map_aggregate(dict(n.kwargs), lambda x: self.value_of(x, n)))
         if _unbacked(val) or any(isinstance(r, Ref) and r.let not in self.out.shapes
                                  for r in _leaves((args, kwargs))):
             return self.opaque(n, args, kwargs)  # a data-dependent size: nothing to rewrite here
@@ -358,12 +369,39 @@ class _Lowerer:
                     return result
         return self.opaque(n, args, kwargs)
 
-    def value_of(self, x: Any) -> Any:
+    def value_of(self, x: Any, reader: torch.fx.Node | None = None) -> Any:
         if isinstance(x, torch.fx.Node):
+            if self.grad and x in self.no_grad_views:
+                return self.escaped(x)
             if not self.grad and x in self.grad_carrying:
-                return self.detached(self.values[x])
+                cut = self.detached(self.values[x])
+                if reader is not None:
+                    self.out.reads.setdefault(reader, {})[x] = cut
+                return cut
             return self.values[x]
         return x
+
+    def escaped(self, n: torch.fx.Node) -> Any:
+        """A view made inside a ``no_grad`` region of a value carrying autograd history, read outside
+        the region (or returned): eager's has ``requires_grad`` (a leaf without history), a view of
+        the ``detach`` the region reads would not. So it is made again, of the value itself, as an
+        opaque node raised inside a ``no_grad`` region (the region's own reads keep the cut view)."""
+        if n not in self.escapes:
+            def raw(a):
+                if not isinstance(a, torch.fx.Node):
+                    return a
+                return self.escaped(a) if a in self.no_grad_views else self.values[a]
+
+            args, kwargs = map_aggregate(n.args, raw), dict(map_aggregate(dict(n.kwargs), raw))
+            if canonical_name(n) == "getitem" and len(args) == 2 and isinstance(args[0], TupleVal) and isinstance(args[1], int):
+                v = args[0].piece(args[1])  # a piece of an escaped tuple: no tensor op of its own
+            else:
+                v = self.opaque(n, args, kwargs, no_grad=True)
+            val = torch_compat.node_value(n)
+            if isinstance(v, Ref) and isinstance(val, torch.Tensor) and not _unbacked(val):
+                self.set_facts(v, self.sizes_of(val.shape), dtype_name(val.dtype))
+            self.escapes[n] = v
+        return self.escapes[n]
 
     def detached(self, v: Any) -> Any:
         """``v`` read inside a ``no_grad`` block: the same values, without autograd history."""
@@ -383,7 +421,7 @@ class _Lowerer:
             return bool(training) and p != 0
         return name in RANDOM_NAMES
 
-    def opaque(self, n: torch.fx.Node, args: Any, kwargs: Any) -> Any:
+    def opaque(self, n: torch.fx.Node, args: Any, kwargs: Any, no_grad: bool = False) -> Any:
         val = torch_compat.node_value(n)
         tensors: list[Ref] = []
 
@@ -412,11 +450,13 @@ class _Lowerer:
         effectful = (self.is_random(n, canonical_name(n) or "") or out == "none" or n in self.input_writes
                      or torch_compat.aten_is_random(n.target) or label.split(".")[-1] in RANDOM_NAMES)
         unique = effectful or n in self.pinned
-        ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if unique else "")
+        ident = (label, repr(t_args), repr(sorted(t_kwargs.items())), out, n.name if unique else "",
+                 *(("no_grad",) if no_grad else ()))
         key = self.out.keys.key(f"{ops.OPAQUE_KEY_PREFIX}{label}", {"sig": ident})
-        self.out.opaque.setdefault(key, OpaqueSpec(n.op, n.target, t_args, t_kwargs, out, label))
+        self.out.opaque.setdefault(key, OpaqueSpec(n.op, n.target, t_args, t_kwargs, out, label, no_grad))
         tup = self.emit(Term("Opaque", (key, TList(tuple(tensors)))))
-        self.out.node_of_let.setdefault(tup.let, n)
+        if not no_grad:  # n's own copy reads what n read in its region
+            self.out.node_of_let.setdefault(tup.let, n)
         if effectful:
             self.out.roots.append(tup.let)
         if out in ("tensor", "scalar"):

@@ -98,7 +98,7 @@ class _Raiser:
         class the extracted program does not compute (then the node is rebuilt from its term)."""
         classes = []
         for a in orig.all_input_nodes:
-            v = self.low.values.get(a)
+            v = self.low.read(orig, a)
             if isinstance(v, TupleVal):
                 return None
             if isinstance(v, Ref):
@@ -139,12 +139,22 @@ class _Raiser:
 
     def _copy(self, orig: torch.fx.Node) -> torch.fx.Node:
         def arg(a):
-            v = self.low.values.get(a)
+            v = self.low.read(orig, a)
             if isinstance(v, Ref):
                 return self.env[self._class_of(v)]
             return self.sym.args(v) if self.low.sizes else v
 
         return self.graph.node_copy(orig, arg)
+
+    def _under_no_grad(self, make) -> torch.fx.Node:
+        """A view made inside a ``no_grad`` region and read outside it, made inside one again
+        (``lower._Lowerer.escaped``); a region per node: what the rest of the graph computes inside
+        a region reads its inputs through ``detach`` and needs none."""
+        switch = torch_compat.grad_mode_switch()
+        self.graph.call_function(switch, (False,))
+        node = make()
+        self.graph.call_function(switch, (True,))
+        return node
 
     def node(self, op: str, target, args: tuple, kwargs: dict | None = None) -> torch.fx.Node:
         """Create a node, taking the pending original name (only the outermost node gets it)."""
@@ -242,7 +252,10 @@ class _Raiser:
         def fill(x):
             return tensors[x.index] if isinstance(x, Slot) else x
 
-        return self.node(spec.op, spec.target, map_aggregate(spec.args, fill), map_aggregate(spec.kwargs, fill))
+        def make():
+            return self.node(spec.op, spec.target, map_aggregate(spec.args, fill), map_aggregate(spec.kwargs, fill))
+
+        return self._under_no_grad(make) if spec.no_grad else make()
 
     def output(self) -> None:
         self.graph.output(map_aggregate(

@@ -42,7 +42,21 @@ def _python_dispatcher():
 class _FakeAttrsProp(FakeTensorProp):
     """FakeTensorProp that reads a graph attribute as a fake copy of it: under Inductor's
     ``freezing`` Dynamo makes parameters ``get_attr`` nodes holding the real tensors, which
-    Dynamo's fake mode (no non-fake inputs allowed) refuses to compute with."""
+    Dynamo's fake mode (no non-fake inputs allowed) refuses to compute with. Recorded values keep
+    ``requires_grad`` (FakeTensorProp records detached copies): lowering reads it to know which
+    values a ``no_grad`` region must read cut from autograd."""
+
+    def run_node(self, n):
+        result = super().run_node(n)
+        computed: list = []
+        recorded: list = []
+        torch.fx.node.map_aggregate(result, computed.append)
+        torch.fx.node.map_aggregate(n.meta.get("val"), recorded.append)
+        if len(computed) == len(recorded):
+            for c, r in zip(computed, recorded):
+                if isinstance(c, torch.Tensor) and c.requires_grad and isinstance(r, torch.Tensor) and r.is_leaf:
+                    r.requires_grad_(True)
+        return result
 
     def get_attr(self, target, args, kwargs):
         value = super().get_attr(target, args, kwargs)

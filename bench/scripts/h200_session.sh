@@ -91,7 +91,7 @@ for l in open(sys.argv[1]):
           cat "$out/wide/report.md" >> /tmp/job.txt ;;
     layout) timeout "${T_LAYOUT:-120}" python3 -m bench.scripts.layout_check --device cuda > /tmp/job.txt 2>&1 ;;
     soak) timeout "${T_SOAK:-480}" python3 -m bench.scripts.soak --cases "${CASES:-10000}" --workers "${WORKERS:-15}" --stall 60 \
-            --out "$out/soak.jsonl" > /tmp/job.txt 2>&1 ;;
+            --out "$out/soak.jsonl" --summary "$out/soak.json" > /tmp/job.txt 2>&1 ;;
     # graph-break mender, cold start and steady state original vs mended (needs transformers 4.52.4)
     mend) timeout "${T_MEND:-540}" python3 -m bench.scripts.mend_coldstart --device cuda --iters 30 \
             --models "${MEND_MODELS:-grounding-dino,plbart-fp16,vision-encoder-decoder,speech-encoder-decoder}" \

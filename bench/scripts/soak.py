@@ -1,6 +1,6 @@
 """Soak: thousands of random graphs through the backend, inference and training, against eager.
 
-    python -m bench.scripts.soak --cases 10000 --workers 14
+    python -m bench.scripts.soak --cases 10000 --workers 14 --summary soak.json
     python -m bench.scripts.soak --cases 2000 --workers 14 --device cuda --inductor   # the real compile
 
 Each case is a random Torch-IR graph (``bench.graphgen``) whose outputs may be inputs, views of
@@ -28,14 +28,17 @@ feature (layouts, grad regions, in-place writes).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import collections
 import dataclasses
 import json
 import logging
 import multiprocessing
+import multiprocessing.connection
 import operator
 import os
 import random
+import signal
 import sys
 import time
 import traceback
@@ -46,6 +49,7 @@ from functorch.compile import make_boxed_func
 
 from bench.graphgen import FLOAT_DTYPES, Features, copy_with_layout, random_graph
 from fx_bridge import torch_compat
+from fx_bridge.aliasing import inductor_view
 from fx_bridge.backend import EqsatBackend, _trains, optimize_or_keep
 from fx_bridge.options import Options
 from fx_bridge.post_grad import EqsatPostGradPass
@@ -235,20 +239,9 @@ def _keep_layouts(gm: torch.fx.GraphModule, layouts: list) -> None:
             continue
         done.add(n)
         with g.inserting_after(n):
-            kept = g.call_function(_restride, (n, layout, placeholders, _is_view(n)))
+            kept = g.call_function(_restride, (n, layout, placeholders, inductor_view(n)))
         n.replace_all_uses_with(kept, delete_user_cb=lambda user: user is not kept)
     gm.recompile()
-
-
-def _is_view(n: torch.fx.Node) -> bool:
-    """Inductor lowers ``n`` to a view of another buffer (a view op, ``_unsafe_view``, a split piece)."""
-    if n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
-        return _is_view(n.args[0])
-    if n.target is torch.ops.aten._unsafe_view.default:
-        return True
-    schema = getattr(n.target, "_schema", None)
-    return bool(schema is not None and schema.returns and schema.returns[0].alias_info is not None
-                and not schema.is_mutable)
 
 
 def _order(sizes, strides) -> list:
@@ -473,46 +466,159 @@ def _worker(args):
     return result
 
 
-def _feature_counts(results: list[dict]) -> str:
-    layouts, regions, inplace = collections.Counter(), collections.Counter(), collections.Counter()
-    n_layout = n_region = n_inplace = n_input_writes = 0
+def _serve(conn, memory_gb: float | None, work: Callable = _worker) -> None:
+    """A worker process: cases in, results out, until told to stop (None)."""
+    _limit_memory(memory_gb)
+    while (job := conn.recv()) is not None:
+        conn.send(work(job))
+
+
+def _lost(job, why: str) -> dict:
+    seed, train, _, _ = job
+    return {"seed": seed, "train": train, "mode": "?", "problem": "lost", "problems": [("lost", why)],
+            "detail": f"{why} (rerun it with --case {seed}{' --train' if train else ''})", "features": {},
+            "redrawn": 0, "fallbacks": [], "changed": 0}
+
+
+@dataclasses.dataclass
+class _Slot:
+    proc: multiprocessing.Process
+    conn: object
+    job: tuple | None = None
+    started: float = 0.0
+    served: int = 0
+
+
+def run_cases(jobs: list[tuple], workers: int, case_timeout: float, memory_gb: float | None,
+              recycle: int = 200, work: Callable = _worker):
+    """Yield a result per job, as cases end, from ``workers`` processes, each running one case at a
+    time: a case running past ``case_timeout`` seconds has its process killed, one whose process
+    dies (out of memory, a crash in native code) is reported lost; either way a fresh process takes
+    the next case, so one bad case never stops the soak. A process is replaced after ``recycle``
+    cases (compile caches grow). ``work`` (importable by name) turns a job into its result."""
+    ctx = multiprocessing.get_context("spawn")
+    todo = list(reversed(jobs))
+    slots: list[_Slot] = []
+
+    def spawn() -> _Slot:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_serve, args=(child, memory_gb, work), daemon=True)
+        proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def retire(slot: _Slot, kill: bool) -> None:
+        if kill:
+            slot.proc.kill()
+        else:
+            with contextlib.suppress(OSError):
+                slot.conn.send(None)
+        slot.proc.join(5)
+        if slot.proc.is_alive():
+            slot.proc.kill()
+            slot.proc.join()
+        slot.conn.close()
+
+    try:
+        slots = [spawn() for _ in range(min(workers, len(jobs)))]
+        while todo or any(s.job for s in slots):
+            for k, s in enumerate(slots):
+                if s.job is None and todo:
+                    if s.served >= recycle:
+                        retire(s, kill=False)
+                        s = slots[k] = spawn()
+                    s.job, s.started = todo.pop(), time.monotonic()
+                    s.conn.send(s.job)
+            busy = [s for s in slots if s.job]
+            ready = multiprocessing.connection.wait([s.conn for s in busy] + [s.proc.sentinel for s in busy], timeout=1.0)
+            now = time.monotonic()
+            for k, s in enumerate(slots):
+                if s.job is None:
+                    continue
+                result = None
+                if s.conn in ready:
+                    try:
+                        result = s.conn.recv()
+                    except (EOFError, OSError):
+                        result = _lost(s.job, f"its worker died (exit code {s.proc.exitcode}; out of memory?)")
+                elif s.proc.sentinel in ready or not s.proc.is_alive():
+                    result = _lost(s.job, f"its worker died (exit code {s.proc.exitcode}; out of memory?)")
+                elif now - s.started > case_timeout:
+                    result = _lost(s.job, f"timed out after {case_timeout:.0f} s")
+                if result is None:
+                    continue
+                s.job, s.served = None, s.served + 1
+                if result["problem"] == "lost":
+                    retire(s, kill=True)
+                    slots[k] = spawn()
+                yield result
+    finally:
+        for s in slots:
+            retire(s, kill=True)
+
+
+def _features(results: list[dict]) -> dict:
+    """Cases per drawn feature: input layouts, grad-mode regions, in-place writes (to inputs or views)."""
+    c = {"layouts": collections.Counter(), "grad_regions": collections.Counter(), "inplace": collections.Counter()}
+    n = collections.Counter()
     for r in results:
         f = r.get("features") or {}
         if f.get("layouts"):
-            n_layout += 1
-            layouts.update(set(f["layouts"]))
+            n["with_layouts"] += 1
+            c["layouts"].update(set(f["layouts"]))
         if f.get("grad_region"):
-            n_region += 1
-            regions[f["grad_region"]] += 1
+            n["with_grad_region"] += 1
+            c["grad_regions"][f["grad_region"]] += 1
         if f.get("inplace"):
-            n_inplace += 1
-            inplace.update({w.split()[0] for w in f["inplace"]})
-            n_input_writes += any("input" in w for w in f["inplace"])
+            n["with_inplace"] += 1
+            c["inplace"].update({w.split()[0] for w in f["inplace"]})
+            n["writing_inputs"] += any("input" in w for w in f["inplace"])
+    return {**{k: dict(sorted(v.items())) for k, v in c.items()}, **n}
 
-    def kinds(c):
-        return ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
-    return (f"features: input layouts in {n_layout} cases ({kinds(layouts) or 'none'}), grad-mode regions in "
-            f"{n_region} ({kinds(regions) or 'none'}), in-place writes in {n_inplace} ({n_input_writes} to inputs or "
-            f"their views; {kinds(inplace) or 'none'})")
+
+def totals(results: list[dict]) -> dict:
+    """The soak's numbers (what ``--summary`` writes): cases, mismatches by kind and each one's seed,
+    graphs kept by reason, differences the compile without eqsat shows too, features drawn."""
+    n_train = sum(r["train"] for r in results)
+    return {
+        "cases": len(results), "inference": len(results) - n_train, "training": n_train,
+        "called_under_no_grad": sum(r.get("mode") == "no_grad" for r in results),
+        "optimized": sum(1 for r in results if r["changed"]),
+        "mismatches": sum(1 for r in results if r["problem"]),
+        "mismatches_by_kind": dict(sorted(collections.Counter(r["problem"] for r in results if r["problem"]).items())),
+        "mismatched": [{"seed": r["seed"], "train": r["train"], "problem": r["problem"], "detail": r.get("detail", "")}
+                       for r in sorted(results, key=lambda r: r["seed"]) if r["problem"]],
+        "kept_by_reason": dict(sorted(collections.Counter(f.split(":")[0] for r in results for f in r["fallbacks"]).items())),
+        "internal_errors": [{"seed": r["seed"], "train": r["train"], "error": e[:300]}
+                            for r in results for e in r.get("internal_errors", ())],
+        "without_eqsat_too": sum(1 for r in results if r.get("without_eqsat_too")),
+        "without_eqsat_too_by_kind": dict(sorted(collections.Counter(
+            k for r in results for k in r.get("without_eqsat_too", ())).items())),
+        "features": _features(results),
+        "redrawn": sum(r.get("redrawn", 0) for r in results),
+        "dense_for_non_dense": sum(r.get("dense_for_non_dense", 0) for r in results),
+        "restrided": sum(r.get("restrided", 0) for r in results),
+        "slowest_case_seconds": max((r.get("seconds", 0.0) for r in results), default=0.0),
+    }
 
 
 def summarize(results: list[dict]) -> str:
-    problems = collections.Counter(r["problem"] for r in results if r["problem"])
-    fallbacks = collections.Counter(f.split(":")[0] for r in results for f in r["fallbacks"])
-    n_train = sum(r["train"] for r in results)
-    theirs = collections.Counter(k for r in results for k in r.get("without_eqsat_too", ()))
-    changed = sum(1 for r in results if r["changed"])
-    modes = collections.Counter(r.get("mode") for r in results)
-    redrawn = sum(r.get("redrawn", 0) for r in results)
-    return (f"soak: {len(results)} cases ({len(results) - n_train} inference, {n_train} training), "
-            f"{changed} optimized, mismatches {sum(problems.values())} "
-            f"({', '.join(f'{k} {v}' for k, v in sorted(problems.items())) or 'none'}), "
-            f"graphs kept by reason: {', '.join(f'{k} {v}' for k, v in sorted(fallbacks.items())) or 'none'}; "
-            f"{sum(1 for r in results if r.get('without_eqsat_too'))} differences from eager that the same compile "
-            f"without eqsat also shows ({', '.join(f'{k} {v}' for k, v in sorted(theirs.items())) or 'none'}); "
-            f"{_feature_counts(results)}; {modes.get('no_grad', 0)} inference cases called under no_grad; "
-            f"{redrawn} programs eager rejects redrawn; {sum(r.get('dense_for_non_dense', 0) for r in results)} outputs "
-            f"dense where eager's layout is not (as aliasing.py allows), {sum(r.get('restrided', 0) for r in results)} "
+    t = totals(results)
+    f = t["features"]
+
+    def kinds(c):
+        return ", ".join(f"{k} {v}" for k, v in c.items()) or "none"
+    return (f"soak: {t['cases']} cases ({t['inference']} inference, {t['training']} training), "
+            f"{t['optimized']} optimized, mismatches {t['mismatches']} ({kinds(t['mismatches_by_kind'])}), "
+            f"graphs kept by reason: {kinds(t['kept_by_reason'])}; "
+            f"{t['without_eqsat_too']} differences from eager that the same compile "
+            f"without eqsat also shows ({kinds(t['without_eqsat_too_by_kind'])}); "
+            f"features: input layouts in {f.get('with_layouts', 0)} cases ({kinds(f['layouts'])}), grad-mode regions "
+            f"in {f.get('with_grad_region', 0)} ({kinds(f['grad_regions'])}), in-place writes in "
+            f"{f.get('with_inplace', 0)} ({f.get('writing_inputs', 0)} to inputs or their views; {kinds(f['inplace'])}); "
+            f"{t['called_under_no_grad']} inference cases called under no_grad; "
+            f"{t['redrawn']} programs eager rejects redrawn; {t['dense_for_non_dense']} outputs "
+            f"dense where eager's layout is not (as aliasing.py allows), {t['restrided']} "
             f"given the strides Inductor keeps after the post-grad pass")
 
 
@@ -520,17 +626,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=10_000, help="total cases, half inference, half training")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=max(1, multiprocessing.cpu_count() - 1))
+    ap.add_argument("--workers", type=int, default=max(1, multiprocessing.cpu_count() - 1),
+                    help="processes, each running one case at a time")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--inductor", action="store_true",
                     help="compile through the real backend (inner Inductor, post-grad pass) instead of running AOT's graphs eagerly")
     ap.add_argument("--case", type=int, default=None, help="print one case's program (with --train: a training case)")
     ap.add_argument("--train", action="store_true", help="with --case")
-    ap.add_argument("--out", default=None, help="write every case as JSON lines here")
+    ap.add_argument("--out", default=None, help="write every case as JSON lines here, as it ends")
+    ap.add_argument("--summary", default=None, help="write the totals as JSON here (also on Ctrl-C or a timeout's SIGTERM)")
     ap.add_argument("--memory-gb", type=float, default=6.0,
                     help="address space per CPU worker: a case that blows up aborts its worker, not the machine")
-    ap.add_argument("--stall", type=float, default=300.0,
-                    help="seconds without any case ending after which the cases not back are reported lost")
+    ap.add_argument("--case-timeout", "--stall", dest="case_timeout", type=float, default=300.0,
+                    help="seconds one case may run; then its worker is killed, the case reported lost, and a "
+                         "fresh worker goes on (--stall: the old name)")
     args = ap.parse_args(argv)
     if args.case is not None:
         print(reproducer(args.case, args.train), end="")
@@ -540,33 +649,26 @@ def main(argv=None) -> int:
         return 1 if result["problem"] else 0
     jobs = [(args.seed + i, i % 2 == 1, args.device, args.inductor) for i in range(args.cases)]
     t0 = time.perf_counter()
-    ctx = multiprocessing.get_context("spawn")
-    results = []
-    out = open(args.out, "w") if args.out else None  # a line per case as it ends: a timeout keeps them
+    results: list[dict] = []
     memory = args.memory_gb if args.device == "cpu" else None  # CUDA reserves address space of its own
-    pool = ctx.Pool(args.workers, initializer=_limit_memory, initargs=(memory,), maxtasksperchild=200)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))    # ``timeout``: still write what came back
+    out = open(args.out, "w") if args.out else None
+    interrupted = False
     try:
-        it = pool.imap_unordered(_worker, jobs)  # one case a task: a lost worker loses one
-        while len(results) < len(jobs):
-            try:
-                r = it.next(timeout=args.stall)
-            except multiprocessing.TimeoutError:  # a worker died (its cases are lost) or hangs
-                break
+        for r in run_cases(jobs, args.workers, args.case_timeout, memory):
             results.append(r)
             if out:
                 out.write(json.dumps(r) + "\n")
                 out.flush()
+    except (KeyboardInterrupt, SystemExit):
+        interrupted = True
     finally:
-        pool.terminate()
         if out:
             out.close()
-    back = {r["seed"] for r in results}
-    for seed, train, _, _ in jobs:
-        if seed not in back:
-            results.append({"seed": seed, "train": train, "mode": "?", "problem": "lost", "problems": [],
-                            "detail": "no result: its worker ran out of memory, died or hung (rerun it with --case)",
-                            "features": {}, "redrawn": 0, "fallbacks": [], "changed": 0})
-    line = summarize(results) + f"; {time.perf_counter() - t0:.0f} s on {args.workers} workers"
+    seconds = time.perf_counter() - t0
+    line = summarize(results) + f"; {seconds:.0f} s on {args.workers} workers"
+    if interrupted:
+        line += f" (interrupted: {len(jobs) - len(results)} of {len(jobs)} cases not run)"
     if args.inductor or args.device != "cpu":
         line += f" ({'Inductor' if args.inductor else 'AOT graphs run eagerly'}, {args.device})"
     for r in sorted(results, key=lambda r: r["seed"]):
@@ -575,7 +677,13 @@ def main(argv=None) -> int:
         for e in r.get("internal_errors", ()):  # kept, so no wrong answer, but a bug of ours
             print(f"  seed {r['seed']} {'train' if r['train'] else 'infer'}: graph kept: {e[:160]}")
     print(line)
-    return 1 if any(r["problem"] for r in results) else 0
+    if args.summary:
+        with open(args.summary, "w") as f:
+            json.dump({**totals(results), "requested": len(jobs), "interrupted": interrupted,
+                       "seconds": round(seconds, 1), "workers": args.workers, "case_timeout": args.case_timeout,
+                       "seed": args.seed, "device": args.device, "inductor": args.inductor,
+                       "torch": torch.__version__, "command": " ".join(sys.argv), "line": line}, f, indent=1)
+    return 1 if interrupted or any(r["problem"] for r in results) else 0
 
 
 if __name__ == "__main__":

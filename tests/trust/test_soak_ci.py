@@ -16,15 +16,10 @@ FAST_CHUNKS = 2  # 40 cases in the fast tier (`make test`); the other 160 in the
 
 # Seeds of this share that meet a known bug of ours: each must still fail as written (a fix shows
 # here, and its seed comes out of the list). See tests/trust/test_soak_programs.py for the programs.
-KNOWN: dict[int, tuple[str, str]] = {
-    100159: ("requires_grad", "a view made in a no_grad region is read through detach (fx_bridge/lower.py)"),
-    100177: ("requires_grad", "functionalize_intermediates drops requires_grad from the fake values"),
-    100183: ("requires_grad", "a view made in a no_grad region is read through detach (fx_bridge/lower.py)"),
-}
+KNOWN: dict[int, tuple[str, str]] = {}
 # Not run: the analysis rules never reach a fixpoint on its backward graph and memory grows without
 # bound (rules/listpat.py's two-output ``Each`` relation; test_soak_programs.py has the program).
 HANGS: dict[int, str] = {100055: "egraph._analyse does not terminate on the backward graph"}
-
 
 def _chunk(chunk: int) -> list[int]:
     n = len(SEEDS) // CHUNKS

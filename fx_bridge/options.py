@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
 from eqsat.cost import CostModel
-from eqsat.egraph import Budget
+from eqsat.budget import Budget
 
 MODES = ("saturate", "greedy")
 INNER = ("inductor", "eager")

@@ -78,6 +78,19 @@ def device_to_myself():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def median_step_ms(step: Callable[[], object], device: str | torch.device, repeats: int) -> float:
+    """Median wall milliseconds of ``step`` (an optimizer step, say), synced before and after each:
+    the training-step timers' one loop."""
+    times = []
+    for _ in range(repeats):
+        sync(device)
+        t0 = time.perf_counter()
+        step()
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
 def sync(device: str | torch.device) -> None:
     """Wait for the device to finish what was queued (a no-op on CPU); every timer in bench/ syncs
     through this one, so "cuda", "cuda:1" and a torch.device all mean the same thing everywhere."""

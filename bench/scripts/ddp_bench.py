@@ -13,14 +13,12 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
-import time
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from bench.measure import sync
+from bench.measure import median_step_ms
 from bench.scripts.train_step import backend_for, build, loss_of, training_inputs
 from fx_bridge import inductor_metrics as im
 from fx_bridge import torch_compat
@@ -42,17 +40,14 @@ def run(name: str, mode: str, size: str, device: torch.device, steps: int, bucke
         loss.backward()
         total = im.kernel_counts()
     opt.step()
-    times = []
-    for _ in range(steps):
-        sync(device)
-        t0 = time.perf_counter()
+    def step():
         opt.zero_grad(set_to_none=True)
         loss_of(fn(*inputs)).backward()
         opt.step()
-        sync(device)
-        times.append(time.perf_counter() - t0)
+
+    step_ms = median_step_ms(step, device, steps)
     params = [p.detach().float().cpu() for p in model.parameters()]
-    return fwd, {k: total[k] - fwd[k] for k in total}, 1e3 * statistics.median(times), params
+    return fwd, {k: total[k] - fwd[k] for k in total}, step_ms, params
 
 
 def main(argv=None) -> None:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
-from bench.measure import sync
+from bench.measure import median_step_ms
 from bench.models import REGISTRY
 from fx_bridge import eqsat_backend
 from fx_bridge import inductor_metrics as im
@@ -85,16 +83,13 @@ def run_step(model: torch.nn.Module, inputs: tuple, mode: str | None, repeats: i
     if repeats:
         device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), "cpu")
         opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-        times = []
-        for _ in range(repeats):
-            sync(device)
-            t0 = time.perf_counter()
+
+        def step():
             opt.zero_grad(set_to_none=True)
             loss_of(fn(*inputs)).backward()
             opt.step()
-            sync(device)
-            times.append(time.perf_counter() - t0)
-        result.step_ms = 1e3 * statistics.median(times)
+
+        result.step_ms = median_step_ms(step, device, repeats)
     return result
 
 

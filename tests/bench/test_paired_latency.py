@@ -99,3 +99,9 @@ def test_a_mode_that_fails_to_compile_leaves_the_kept_modes_compiled(monkeypatch
     with inductor_metrics.capture_output_code() as code:
         step()
     assert not code  # no recompile
+
+
+def test_a_training_step_timer_runs_the_step_once_per_repeat():
+    calls: list[int] = []
+    ms = measure.median_step_ms(lambda: calls.append(1), "cpu", repeats=5)
+    assert len(calls) == 5 and ms >= 0.0

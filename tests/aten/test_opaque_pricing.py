@@ -6,6 +6,7 @@ neighbours. H200, interformer's forward: 108 extern calls predicted where Induct
 """
 import torch
 
+from captured import dynamo_graph
 from eqsat.cost import CostModel
 from fx_bridge.inductor_probe import available, count_launches
 from fx_bridge.pipeline import price_input
@@ -54,12 +55,6 @@ def test_index_put_is_a_scatter_kernel_after_its_zeros():
     assert (cost.generated, cost.extern) == (2, 0)
 
 
-def _dynamo_graph(fn, *inputs):
-    got = []
-    torch.compile(fn, backend=lambda gm, ex: got.append((gm, list(ex))) or gm.forward, fullgraph=True)(*inputs)
-    return got[0]
-
-
 def token_embedding_with_positions(ids, table, pos_table):
     """What a decoder's Dynamo graph starts with (transformers 5.x): token and position embeddings,
     position ids from ``arange``, a padding mask from ``new_ones`` and a masked fill: Torch-IR spellings
@@ -75,7 +70,7 @@ def test_torch_ir_factories_and_gathers_fuse_as_inductor_fuses_them():
     Dynamo gives them: before, each was an extern call (GPT-2's Dynamo graph: 32 launches predicted,
     21 made). Inductor makes one kernel that gathers, adds and masks, as its probe says."""
     ids = torch.randint(1, 100, (2, 16))
-    gm, inputs = _dynamo_graph(token_embedding_with_positions, ids, torch.randn(100, 32), torch.randn(16, 32))
+    gm, inputs = dynamo_graph(token_embedding_with_positions, ids, torch.randn(100, 32), torch.randn(16, 32))
     built, _ = price_input(gm, inputs, GPU)
     assert (built.before.generated, built.before.extern) == (1, 0)
     if available("cuda"):

@@ -3,6 +3,7 @@ Dynamo graph on the H200: 106 predicted, 114 made; 111 now): the probe's count i
 import pytest
 import torch
 
+from captured import dynamo_graph
 from eqsat.cost import CostModel
 from fx_bridge.inductor_probe import available, count_launches
 from fx_bridge.pipeline import price_input
@@ -11,14 +12,8 @@ F = torch.nn.functional
 GPU = CostModel.for_device("cuda")
 
 
-def _dynamo_graph(fn, *inputs):
-    got = []
-    torch.compile(fn, backend=lambda gm, ex: got.append((gm, list(ex))) or gm.forward, fullgraph=True)(*inputs)
-    return got[0]
-
-
 def _predicted_and_counted(fn, *inputs):
-    gm, ex = _dynamo_graph(fn, *inputs)
+    gm, ex = dynamo_graph(fn, *inputs)
     built, _ = price_input(gm, ex, GPU)
     counted = count_launches(gm, ex, "cuda", "torch").total if available("cuda") else None
     return built.before.generated + built.before.extern, counted

@@ -10,6 +10,7 @@ from torch._inductor import metrics
 from torch._inductor.decomposition import select_decomp_table
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from captured import dynamo_graph
 from fx_bridge.inductor_probe import ProbeError, _getitem, _setitem, available, count_launches
 
 F = torch.nn.functional
@@ -20,13 +21,6 @@ pytestmark = pytest.mark.skipif(not available("cuda"), reason="no way to probe I
 def aten_graph(fn, *inputs):
     """The functional Aten graph AOTAutograd hands Inductor (its decompositions applied)."""
     return make_fx(fn, select_decomp_table())(*inputs)
-
-
-def dynamo_graph(fn, *inputs):
-    """The Torch-IR graph Dynamo hands a backend, and its example inputs."""
-    got = []
-    torch.compile(fn, backend=lambda gm, ex: got.append((gm, ex)) or gm.forward, fullgraph=True)(*inputs)
-    return got[0]
 
 
 def both(fn, *inputs):

@@ -142,8 +142,8 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     folded = []
     if frozen:
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-        params = {p for p, x in zip(placeholders, (*attrs, *example_inputs)) if p.name.startswith("_probe_attr_")
-                  or isinstance(x, torch.nn.Parameter)}
+        params = {p for i, (p, x) in enumerate(zip(placeholders, (*attrs, *example_inputs)))
+                  if i < len(attrs) or isinstance(x, torch.nn.Parameter)}  # attributes are constants too
         folded = _fold_parameters(graph, params)
     if move:
         _move_to_cuda(graph, dialect)

@@ -15,7 +15,7 @@ from eqsat.deadline import Allowance
 
 from . import artifacts, cache, torch_compat
 from .fallback import kept_original
-from .pipeline import Options, device_of, optimize
+from .options import Options, device_of
 from .post_grad import EqsatPostGradPass
 from .report import Report
 
@@ -99,6 +99,8 @@ def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], op
                      frozen_params: bool = False, train_step: bool = False,
                      allowance: Allowance | None = None) -> tuple[torch.fx.GraphModule, Report]:
     """``optimize``, or the original graph and a report saying why it was kept."""
+    from .pipeline import optimize  # the optimizer's imports (egglog, ~1 s) only when it runs: not on a cache hit
+
     try:
         new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,
                                   train_step=train_step, allowance=allowance)

@@ -9,6 +9,8 @@ import numbers
 from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
+import torch
+
 from eqsat.cost import CostModel
 from eqsat.budget import Budget
 
@@ -46,8 +48,6 @@ class Options:
     cache: bool = True                        # reuse optimized graphs across processes (fx_bridge.cache)
 
     def __post_init__(self):
-        from rules.library import known_names, validate_user_rules
-
         for name in ("check", "validate", "always_raise", "horizontal", "post_grad", "cache"):
             _need(name, getattr(self, name), bool, "True or False")
         for name in ("iterations", "max_nodes", "max_graph_nodes"):
@@ -64,19 +64,25 @@ class Options:
         _choice("inner", self.inner, INNER)
         if self.cost is not None and not isinstance(self.cost, CostModel):
             raise TypeError(f"eqsat option cost={self.cost!r}: must be an eqsat.cost.CostModel or None")
-        # DSL rules come back compiled, so rebuilding Options (``dataclasses.replace``) is cheap.
-        self.extra_rules = validate_user_rules(_names_list("extra_rules", self.extra_rules, element=None),
-                                               self.check)
-        rule_names, families = known_names(self.extra_rules)
+        self.extra_rules = _names_list("extra_rules", self.extra_rules, element=None)
         if self.families is not None:
             self.families = _names_list("families", self.families)
-            for f in self.families:
-                _known("families", f, families)
         for name in ("disabled", "post_grad_disabled"):
-            names = _names_list(name, getattr(self, name))
-            for n in names:
+            setattr(self, name, _names_list(name, getattr(self, name)))
+        if self.extra_rules or self.families is not None or self.disabled or self.post_grad_disabled:
+            self._check_rules()  # only then: the rule library imports egglog (~1 s), which a cache hit skips
+
+    def _check_rules(self) -> None:
+        from rules.library import known_names, validate_user_rules
+
+        # DSL rules come back compiled, so rebuilding Options (``dataclasses.replace``) is cheap.
+        self.extra_rules = validate_user_rules(self.extra_rules, self.check)
+        rule_names, families = known_names(self.extra_rules)
+        for f in self.families or ():
+            _known("families", f, families)
+        for name in ("disabled", "post_grad_disabled"):
+            for n in getattr(self, name):
                 _known(name, n, rule_names | families)
-            setattr(self, name, names)
 
     @classmethod
     def of(cls, options: dict | None) -> "Options":
@@ -138,3 +144,9 @@ def _known(option: str, name: str, valid: set[str]) -> None:
 def _did_you_mean(name: str, valid) -> str:
     close = difflib.get_close_matches(name, list(valid), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def device_of(example_inputs: Sequence[Any]) -> str:
+    """"cuda" when any input lives on a GPU, else "cpu": the device the graph is priced for."""
+    devices = {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}
+    return "cuda" if "cuda" in devices else "cpu"

@@ -34,7 +34,7 @@ from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
-from .options import Options
+from .options import Options, device_of
 from .regions import REGION_NODES, optimize_regions, windows
 from .raising import raise_graph, refresh_fake_values
 from .report import Report
@@ -370,9 +370,3 @@ def _peak_rss_mb() -> float:
 
 def _has_family(rules: list[Rule], family: str) -> bool:
     return any(r.family == family for r in rules)
-
-
-def device_of(example_inputs: Sequence[Any]) -> str:
-    """"cuda" when any input lives on a GPU, else "cpu": the device the graph is priced for."""
-    devices = {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}
-    return "cuda" if "cuda" in devices else "cpu"

@@ -34,7 +34,7 @@ from eqsat.deadline import Allowance
 from . import artifacts, cache, torch_compat
 from .cache.key import source_hash
 from .fallback import kept_original
-from .pipeline import Options, device_of, optimize
+from .options import Options, device_of
 from .report import Report
 
 log = logging.getLogger("eqsat")
@@ -88,6 +88,7 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
         user = torch_compat.aot_user_outputs(graph)
 
         def run() -> tuple[torch.fx.GraphModule, Report]:
+            from .pipeline import optimize  # the optimizer's imports (egglog) only when it runs: not on a cache hit
             return optimize(body, inputs, options, user, copied_back=len(epilogue), allowance=allowance)
 
         new_gm, report = (cache.optimized("post_grad", body, inputs, options, device_of(inputs),

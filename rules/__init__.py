@@ -3,9 +3,21 @@
     from rules.dsl import rewrite, tensor, ints, cat, narrow, relu
     x = tensor("x"); d, a, n = ints("d a n")
     rules.register(rewrite("narrow_relu", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n))))
+
+The library's names load on first use: the library imports egglog (~1 s), which a compile served
+from the cache (``fx_bridge.cache``) never needs.
 """
+import importlib
+
 from .compile import RuleError
-from .library import all_rules, builtin_rules, register, select, unregister, validate
+
+_LIBRARY = ("all_rules", "builtin_rules", "register", "select", "unregister", "validate")
+
+
+def __getattr__(name):
+    if name in _LIBRARY:
+        return getattr(importlib.import_module(".library", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check(rule, **kw):

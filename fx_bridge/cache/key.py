@@ -14,6 +14,7 @@ import functools
 import hashlib
 import importlib.metadata
 import pathlib
+import sys
 from typing import Any, Iterable, Mapping, Sequence
 
 import torch
@@ -65,11 +66,12 @@ def rule_text(rule: Rule) -> str:
 
 
 def rules_fingerprint(extra: Iterable[Rule]) -> str:
-    """Registered and ``extra_rules`` user rules (built-in ones are in :func:`source_hash`)."""
-    from rules.library import all_rules, builtin_rules
-
-    builtin = {id(r) for r in builtin_rules()}
-    users = [r for r in all_rules() if id(r) not in builtin] + list(extra)
+    """Registered and ``extra_rules`` user rules (built-in ones are in :func:`source_hash`). Rules
+    are registered in ``rules.library``: until something imports it (and egglog with it, which a
+    cache hit otherwise never needs), there are none."""
+    library = sys.modules.get("rules.library")
+    builtin = {id(r) for r in library.builtin_rules()} if library else set()
+    users = [r for r in (library.all_rules() if library else ()) if id(r) not in builtin] + list(extra)
     return hashlib.sha256("\n".join(rule_text(r) for r in users).encode()).hexdigest()
 
 

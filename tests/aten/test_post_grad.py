@@ -7,7 +7,7 @@ import torch
 from rules.dsl import relu, rewrite, tensor
 
 from bench.models import NEEDS_TRANSFORMERS, PARITY, REGISTRY
-from fx_bridge import post_grad
+from fx_bridge import pipeline, post_grad
 from fx_bridge.pipeline import Options
 from fx_bridge.post_grad import EqsatPostGradPass
 
@@ -73,7 +73,7 @@ def test_failure_leaves_the_graph_untouched(monkeypatch, eqsat_log):
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(post_grad, "optimize", boom)
+    monkeypatch.setattr(pipeline, "optimize", boom)
     x = torch.randn(4, 16)
     w = torch.randn(16, 6)
     gm = torch.fx.symbolic_trace(lambda a, b: torch.ops.aten.mm.default(a, b).relu())

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 
 
@@ -7,3 +11,15 @@ def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     monkeypatch.setenv("EQSAT_CACHE", "1")
     return tmp_path / "inductor" / "eqsat"
+
+
+@pytest.fixture
+def fresh_python():
+    """``fresh_python(program, **env)``: run ``program`` in a new interpreter (nothing imported yet,
+    as a user's second process), with this process's environment and path plus ``env``; its stdout."""
+    def run(program: str, **env: str) -> str:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **env}
+        done = subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=600,
+                              capture_output=True, text=True)
+        return done.stdout
+    return run

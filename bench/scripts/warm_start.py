@@ -8,7 +8,12 @@ checked against eager) and sums the optimizer time of every report
 (Dynamo graphs and Aten graphs). Not a test: prints a table.
 
     python -m bench.scripts.warm_start --device cpu
-    python -m bench.scripts.warm_start --device cuda --models split_cat_256 recsys_tower
+    python -m bench.scripts.warm_start --device cuda --models llama recsys_tower [--mode reduce-overhead]
+
+``--mode`` goes to ``torch.compile`` for both compilers (``reduce-overhead``: the harness's
+``eqsat_cg`` and ``inductor_cg``). Where eqsat is on the path but not installed (no entry point, as
+on a machine that only sets ``PYTHONPATH``), the child registers the name ``"eqsat"`` itself, inside
+the timed part, and the backend module is imported on the first compile, as the entry point would.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ MODELS = {"split_cat_256": _build_64(SplitCat256), **REGISTRY}
 DEFAULT_MODELS = ("split_cat_256", "recsys_tower")
 
 
-def child(model: str, compiler: str, device: str, size: str) -> dict:
+def child(model: str, compiler: str, device: str, size: str, mode: str | None) -> dict:
     """One process's first call, timed from ``torch.compile`` with the registered backend name, as a
     user writes it (importing the backend and Inductor is part of it for both): seconds, optimizer
     seconds, our cache's and Inductor's cache outcomes."""
@@ -45,7 +50,8 @@ def child(model: str, compiler: str, device: str, size: str) -> dict:
     with torch.no_grad():
         want = module(*inputs)
         t0 = time.perf_counter()
-        got = torch.compile(module, backend=compiler)(*inputs)
+        _known_backend(compiler)
+        got = torch.compile(module, backend=compiler, mode=mode)(*inputs)
         sync(device)
         seconds = time.perf_counter() - t0
     torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
@@ -60,20 +66,38 @@ def child(model: str, compiler: str, device: str, size: str) -> dict:
             "cache": [r.cache for r in reports], "inductor_caches": torch_compat.compile_cache_counters()}
 
 
-def run_child(model: str, compiler: str, device: str, size: str, cache_dir: str) -> dict:
+def _known_backend(name: str) -> None:
+    """Register ``eqsat`` where it is not installed (no ``torch_dynamo_backends`` entry point), the
+    way the entry point would load it: the backend module is imported when ``torch.compile`` is."""
+    from importlib.metadata import entry_points
+
+    if name != "eqsat" or "eqsat" in entry_points(group="torch_dynamo_backends").names:
+        return
+    from torch._dynamo import list_backends, register_backend
+
+    if "eqsat" not in list_backends(exclude_tags=()):
+        from fx_bridge.backend import eqsat_compile
+
+        register_backend(eqsat_compile, name="eqsat")
+
+
+def run_child(model: str, compiler: str, device: str, size: str, mode: str | None, cache_dir: str) -> dict:
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir}
     env.pop("EQSAT_CACHE", None)
-    out = subprocess.run([sys.executable, "-m", "bench.scripts.warm_start", "--child", model, compiler,
-                          "--device", device, "--size", size], env=env, check=True, capture_output=True, text=True)
+    command = [sys.executable, "-m", "bench.scripts.warm_start", "--child", model, compiler, "--device", device,
+               "--size", size, *(["--mode", mode] if mode else [])]
+    out = subprocess.run(command, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{model} with {compiler} failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(model: str, device: str, size: str) -> dict:
+def measure(model: str, device: str, size: str, mode: str | None) -> dict:
     row = {}
     for compiler in ("eqsat", "inductor"):
         with tempfile.TemporaryDirectory(prefix="warm_start_") as cache_dir:
-            row[compiler, "cold"] = run_child(model, compiler, device, size, cache_dir)
-            row[compiler, "warm"] = run_child(model, compiler, device, size, cache_dir)
+            row[compiler, "cold"] = run_child(model, compiler, device, size, mode, cache_dir)
+            row[compiler, "warm"] = run_child(model, compiler, device, size, mode, cache_dir)
     return row
 
 
@@ -96,16 +120,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS), choices=sorted(MODELS))
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--size", default="small")
+    ap.add_argument("--mode", default=None, help="torch.compile's mode for both compilers (reduce-overhead, ...)")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "COMPILER"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(*args.child, args.device, args.size)))
+        print(json.dumps(child(*args.child, args.device, args.size, args.mode)))
         return
-    rows = {}
+    rows, failed = {}, []
     for model in args.models:
-        rows[model] = measure(model, args.device, args.size)
+        try:
+            rows[model] = measure(model, args.device, args.size, args.mode)
+        except RuntimeError as e:  # one model's failure still leaves the others' numbers
+            print(e, flush=True)
+            failed.append(model)
+            continue
         print(f"{model}: {json.dumps({' '.join(k): v for k, v in rows[model].items()})}", flush=True)
+    print(f"mode={args.mode}, device={args.device}, torch {torch.__version__}")
     print(table(rows))
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path / "inductor" / "eqsat"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def fresh_python():
     """``fresh_python(program, **env)``: run ``program`` in a new interpreter (nothing imported yet,
     as a user's second process), with this process's environment and path plus ``env``; its stdout."""

@@ -6,7 +6,7 @@ from importlib import import_module
 
 _EXPORTS = {
     "eqsat_backend": "fx_bridge.backend", "last_reports": "fx_bridge.backend",
-    "optimize": "fx_bridge.pipeline", "Options": "fx_bridge.pipeline",
+    "optimize": "fx_bridge.pipeline", "Options": "fx_bridge.options",
 }
 __all__ = list(_EXPORTS)
 

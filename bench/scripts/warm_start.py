@@ -64,7 +64,9 @@ def run_child(model: str, compiler: str, device: str, size: str, cache_dir: str)
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir}
     env.pop("EQSAT_CACHE", None)
     out = subprocess.run([sys.executable, "-m", "bench.scripts.warm_start", "--child", model, compiler,
-                          "--device", device, "--size", size], env=env, check=True, capture_output=True, text=True)
+                          "--device", device, "--size", size], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{model} with {compiler} failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -189,6 +189,39 @@ def test_a_view_made_under_no_grad_keeps_requires_grad():
     assert result["changed"], result
 
 
+def _linear_read_only_under_no_grad(x, w1, w2, w3):
+    a = torch.nn.functional.linear(x, w1)     # its only path to an output is cut by the region
+    b = torch.nn.functional.linear(x, w2)
+    c = torch.nn.functional.linear(x, w3)
+    m = a.mean(0, keepdim=True)
+    with torch.no_grad():
+        s = torch.cat(torch.split(m, 2, 1), 1)
+    return b.sigmoid(), c.tanh(), s
+
+
+def test_a_weight_whose_gradient_no_grad_cuts_keeps_grad_none():
+    """Soak seeds 2002447, 2001807: the three linears of ``x`` were fused into one on the concatenated
+    weights, whose gradient reaches ``w1`` too (zeros; eager leaves ``w1.grad`` None). Values passing
+    no gradient to an output are grouped apart from those that do (``Lowered.grad_dead``)."""
+    ws = [torch.randn(8, 6) for _ in range(3)]
+    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]))
+    assert result["problems"] == [], result["problems"]
+    assert result["changed"], result
+
+
+def test_only_linears_passing_gradient_are_fused_together():
+    from fx_bridge.horizontal import find_groups
+    from fx_bridge.lower import lower
+    from tests.captured import dynamo_graph
+
+    gm, ex = dynamo_graph(_linear_read_only_under_no_grad,
+                          *(torch.randn(s, requires_grad=True) for s in [(4, 6), (8, 6), (8, 6), (8, 6)]))
+    low = lower(gm, ex)
+    (members,) = [m for rule, _, m in find_groups(low) if rule == "batch_linear_lhs"]
+    weights = {low.node_of_let[low.originals[m].args[1].let].name for m in members}
+    assert weights == {"l_w2_", "l_w3_"}, weights
+
+
 # -- what the soak found: outputs in other layouts (R1's kind) through the post-grad pass -------------
 def _split_cat_of_a_slice_after_a_write(x):
     y = x.clone()

@@ -197,15 +197,7 @@ def _backend(reports: list):
     then run eagerly. Inference goes through AOT too: its graph carries the input-mutation epilogue
     Inductor's post-grad passes see."""
     opts = Options(inner="eager", post_grad=False)
-    post = EqsatPostGradPass(Options(), reports=reports)
-
-    def post_compiler(gm, example_inputs):
-        before = _output_layouts(gm)
-        post(gm.graph)
-        _keep_layouts(gm, before)
-        return make_boxed_func(gm.forward)
-
-    aot = torch_compat.aot_backend(post_compiler)
+    aot = _aot_as_inductor(EqsatPostGradPass(Options(), reports=reports))
 
     def backend(gm, example_inputs):
         new_gm, report = optimize_or_keep(gm, example_inputs, opts, train_step=_trains(gm, example_inputs))
@@ -213,6 +205,22 @@ def _backend(reports: list):
         return aot(new_gm, example_inputs)
 
     return backend
+
+
+def _aot_as_inductor(post: Callable[[torch.fx.Graph], None] | None = None):
+    """AOTAutograd whose forward and backward graphs (after ``post``, a post-grad pass) run eagerly,
+    each output given the layout Inductor gives it: the strides its meta value had before ``post``
+    (``_keep_layouts``). The compile without eqsat keeps them too: where an op's meta strides are not
+    the strides it computes at run time (torch 2.11: ``aten.zero`` of a transposed view), both
+    differ from eager alike, and the difference is not eqsat's."""
+    def post_compiler(gm, example_inputs):
+        before = _output_layouts(gm)
+        if post is not None:
+            post(gm.graph)
+        _keep_layouts(gm, before)
+        return make_boxed_func(gm.forward)
+
+    return torch_compat.aot_backend(post_compiler)
 
 
 def _output_layouts(gm: torch.fx.GraphModule) -> list:
@@ -280,9 +288,7 @@ class _Inductor:
 
 def _plain_backend(inductor: bool):
     """The same compile path without eqsat: what it gets wrong against eager is not ours."""
-    if inductor:
-        return torch_compat.compile_fx()
-    return torch_compat.aot_backend(lambda gm, ex: make_boxed_func(gm.forward))
+    return torch_compat.compile_fx() if inductor else _aot_as_inductor()
 
 
 # -- the checks -----------------------------------------------------------------------------------------

@@ -222,6 +222,33 @@ def test_only_linears_passing_gradient_are_fused_together():
     assert weights == {"l_w2_", "l_w3_"}, weights
 
 
+# -- the soak's compile without eqsat keeps Inductor's output layouts too ---------------------------------
+@torch.library.custom_op("eqsat_soak_test::column_major", mutates_args=())
+def _column_major(x: torch.Tensor) -> torch.Tensor:
+    return x.t().contiguous().t()
+
+
+@_column_major.register_fake
+def _(x):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)  # meta strides: row-major
+
+
+def test_meta_strides_that_differ_from_run_time_strides_are_not_charged_to_eqsat():
+    """Soak seed 2000792 (torch 2.11, graph unchanged): Inductor gives an output the strides of its meta
+    value, so the soak's eqsat path does too (``_keep_layouts``); the compile without eqsat did not, and
+    where an op's meta strides are not its run-time strides (2.11's ``aten.zero`` of a transposed view;
+    here a custom op) the difference was charged to eqsat."""
+    result = soak.check(soak.Case(0, "infer", lambda x: torch.ops.eqsat_soak_test.column_major(x), [torch.randn(4, 6)]))
+    assert result["problems"] == [], result["problems"]
+    assert result["without_eqsat_too"] == ["strides"], result
+
+
+def test_strides_eqsat_changes_are_still_charged_to_it(monkeypatch):
+    monkeypatch.setattr(soak, "_backend", lambda reports: _eager_then(_transposed_layout))
+    result = soak.check(soak.Case(0, "infer", lambda x: x * 2, [torch.randn(4, 6)]))
+    assert [k for k, _ in result["problems"]] == ["strides"], result
+
+
 # -- what the soak found: outputs in other layouts (R1's kind) through the post-grad pass -------------
 def _split_cat_of_a_slice_after_a_write(x):
     y = x.clone()

@@ -222,6 +222,46 @@ def test_only_linears_passing_gradient_are_fused_together():
     assert weights == {"l_w2_", "l_w3_"}, weights
 
 
+# -- values in half precision: a rounding fewer than eager is no mismatch --------------------------------
+def _square_of_a_copy(x, w):
+    c = x * 3
+    s = torch.stack(c.unbind(0), 0)         # a copy: a rounding point in Inductor (a buffer), none in eager
+    return torch.nn.functional.linear(torch.cat([s * s, c], 0), w)
+
+
+def _fused(x, w):
+    """What Inductor computes for ``_square_of_a_copy`` once the stack of the unbind is rewritten away
+    (soak seed 1001189): the square fuses with ``x * 3``, kept in float32, a bf16 rounding fewer."""
+    c = x.float() * 3
+    return torch.nn.functional.linear(torch.cat([(c * c).bfloat16(), c.bfloat16()], 0), w)
+
+
+def _half_precision_case():
+    torch.manual_seed(1)  # an input where the linear's cancellation takes the rounding past assert_close's rtol
+    return soak.Case(0, "infer", _square_of_a_copy, [torch.randn(6, 8, dtype=torch.bfloat16),
+                                                      torch.randn(1, 8, dtype=torch.bfloat16)])
+
+
+def test_a_rounding_fewer_than_eager_is_no_values_mismatch():
+    """Soak seed 1001189 (--inductor, bf16): 0.25 off eager (one ulp through the cancellation), 0.18 off
+    float64 where eager is 0.21 off; with emulate_precision_casts Inductor gives eager's bits exactly."""
+    case = _half_precision_case()
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(_fused(*case.inputs), _square_of_a_copy(*case.inputs))
+    result = soak.check(case, backend=lambda gm, ex: lambda *xs: (_fused(*xs),))
+    assert result["problems"] == [], result["problems"]
+    assert result["values_as_close_as_eager"] == 1, result
+
+
+def test_values_farther_from_float64_than_eager_are_a_mismatch():
+    def pieces_swapped(x, w):  # a wrong answer the rounding's slack must not hide
+        c = x.float() * 3
+        return (torch.nn.functional.linear(torch.cat([c.bfloat16(), (c * c).bfloat16()], 0), w),)
+
+    result = soak.check(_half_precision_case(), backend=lambda gm, ex: pieces_swapped)
+    assert [k for k, _ in result["problems"]] == ["values"], result
+
+
 # -- the soak's compile without eqsat keeps Inductor's output layouts too ---------------------------------
 @torch.library.custom_op("eqsat_soak_test::column_major", mutates_args=())
 def _column_major(x: torch.Tensor) -> torch.Tensor:
@@ -313,7 +353,7 @@ def test_a_graph_with_nothing_to_choose_is_no_internal_error():
 
 # -- the real compile ---------------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("seed, train", [(68, False), (17, True), (180, False)])
+@pytest.mark.parametrize("seed, train", [(68, False), (17, True), (180, False), (1001189, True)])
 def test_soak_cases_through_inductor(seed, train):
     """``--inductor``: the backend as users get it (inner Inductor, post-grad pass), a C++ compile per graph."""
     result = soak.run_case(seed, train, inductor=True)

@@ -679,6 +679,8 @@ def summarize(results: list[dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=10_000, help="total cases, half inference, half training")
+    ap.add_argument("--seeds", default=None,
+                    help="run these cases instead, comma-separated, a training case with a t suffix: 17,68t")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=max(1, multiprocessing.cpu_count() - 1),
                     help="processes, each running one case at a time")
@@ -701,7 +703,10 @@ def main(argv=None) -> int:
         print(json.dumps({k: v for k, v in result.items() if k != "traceback"}))
         print(result.get("traceback", ""), end="")
         return 1 if result["problem"] else 0
-    jobs = [(args.seed + i, i % 2 == 1, args.device, args.inductor) for i in range(args.cases)]
+    if args.seeds:
+        jobs = [(int(s.rstrip("t")), s.endswith("t"), args.device, args.inductor) for s in args.seeds.split(",")]
+    else:
+        jobs = [(args.seed + i, i % 2 == 1, args.device, args.inductor) for i in range(args.cases)]
     t0 = time.perf_counter()
     results: list[dict] = []
     memory = args.memory_gb if args.device == "cpu" else None  # CUDA reserves address space of its own

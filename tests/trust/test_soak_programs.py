@@ -3,6 +3,7 @@ to inputs and their views, grad-mode regions; and its checks catch each of those
 (a backend made to give them is flagged, by kind), while eqsat passes them.
 """
 import collections
+import json
 import random
 
 import pytest
@@ -359,3 +360,12 @@ def test_soak_cases_through_inductor(seed, train):
     result = soak.run_case(seed, train, inductor=True)
     assert result["features"]["layouts"] or result["features"]["inplace"] or result["features"]["grad_region"]
     assert result["problems"] == [], result
+
+
+@pytest.mark.slow  # a spawned worker process and a training compile: ~30 s
+def test_seeds_reruns_the_cases_named(tmp_path):
+    """``--seeds``: the cases a report names, here soak seed 2002447 (training; gradients before the fix)."""
+    summary = tmp_path / "summary.json"
+    assert soak.main(["--seeds", "2002447t", "--workers", "1", "--summary", str(summary)]) == 0
+    totals = json.loads(summary.read_text())
+    assert (totals["cases"], totals["training"], totals["mismatches"]) == (1, 1, 0), totals

@@ -91,6 +91,7 @@ class Lowered:
     dialect: str = "torch"                                   # "torch" (Dynamo) | "aten" (post-grad)
     sizes: SymbolicSizes = field(default_factory=SymbolicSizes)  # encoding of symbolic sizes
     reads: dict[torch.fx.Node, dict[torch.fx.Node, Any]] = field(default_factory=dict)  # a no_grad region's cut reads
+    grad_dead: set[str] = field(default_factory=set)  # lets that require grad yet pass none to an output
 
     def read(self, n: torch.fx.Node, a: torch.fx.Node) -> Any:
         """What node ``n`` read for its input ``a``: inside a ``no_grad`` region a value carrying
@@ -219,7 +220,23 @@ class _Lowerer:
                 self.grad_carrying.add(n)
                 if not self.grad:  # a view made in a no_grad region (see ``escaped``)
                     self.no_grad_views.add(n)
+        self.out.grad_dead = self.grad_dead(nodes)
         return self.out
+
+    def grad_dead(self, nodes: list[torch.fx.Node]) -> set[str]:
+        """Lets of values that carry autograd history but pass no gradient to an output: every path
+        to one leaves autograd (a ``no_grad`` region's read, a comparison). Eager leaves the ``.grad``
+        of leaves reaching only those ``None``; stacked with a value that does pass gradient (a
+        horizontal fusion), they would get zeros. A let is dead only if every node bound to it is."""
+        live: set[torch.fx.Node] = set()
+        for n in reversed(nodes):
+            if n in self.grad_carrying and any(u.op == "output" or u in live for u in n.users):
+                live.add(n)
+
+        def lets(ns) -> set[str]:
+            vs = [self.values.get(n) for n in ns]
+            return {v.let if isinstance(v, Ref) else v.tup.let for v in vs if isinstance(v, (Ref, TupleVal))}
+        return lets(self.grad_carrying - live) - lets(live)
 
     def switches_grad_mode(self, n: torch.fx.Node) -> bool:
         """A ``no_grad`` / ``enable_grad`` boundary: not lowered; the mode it sets is tracked. Grad

@@ -101,10 +101,10 @@ class Session:
         return name
 
     # -- typed input ----------------------------------------------------------------------------
-    def load(self, program: Program, deadline: Deadline | None = None) -> None:
+    def load(self, program: Program, deadline: Deadline | None = None, reserve: float = 0.0) -> None:
         """Run a recorded program (lets, facts, ``same`` pairs); raises ``OutOfTime`` (leaving the
-        program half loaded) when ``deadline`` runs out between two chunks."""
-        self.commands(program.commands, deadline=deadline)
+        program half loaded) when less than ``reserve`` seconds of ``deadline`` are left between two chunks."""
+        self.commands(program.commands, deadline=deadline, reserve=reserve)
 
     def let(self, name: str, term: Any) -> Ref:
         p = Program()
@@ -143,13 +143,15 @@ class Session:
         except Exception as e:  # egglog raises EggSmolError with the parse/type error
             raise EGraphError(f"{e} in: {text[:300]}") from None
 
-    def commands(self, texts: Iterable[str], chunk: int = 1000, deadline: Deadline | None = None) -> None:
+    def commands(self, texts: Iterable[str], chunk: int = 256, deadline: Deadline | None = None,
+                 reserve: float = 0.0) -> None:
         """Run many commands: parsed one by one (parsing a big program at once is quadratic), run in
-        chunks (one call per command costs a round trip each); the deadline is checked per chunk."""
+        chunks (one call per command costs a round trip each); the deadline (less ``reserve``) is
+        checked per chunk (~15 ms of egglog's ~60 µs a command, so a short budget stops promptly)."""
         texts = list(texts)
         for start in range(0, len(texts), chunk):
             if deadline is not None:
-                deadline.check("build")
+                deadline.check("build", reserve)
             parsed = []
             for t in texts[start:start + chunk]:
                 try:

@@ -127,8 +127,11 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     original = gm
     with _phase(report, "lower"):
         gm = functionalize_intermediates(drop_noop_autocast(gm), example_inputs)
-        low = lower(gm, example_inputs)
-    if deadline.out_of_time("lower"):
+        try:
+            low = lower(gm, example_inputs, deadline)
+        except OutOfTime:
+            low = None
+    if low is None or deadline.out_of_time("lower"):
         report.notes.append("kept the input program: the time budget ran out while lowering")
         return original, report
     present = {r.family for r in rules}

@@ -22,9 +22,10 @@ from .regions import _copy_into
 from .report import Report
 from .targets import canonical_name
 
-# Pieces per chunk: a chunk's cluster (split, one chain per piece, cat) of the two-stage model is
-# ~800 nodes, which builds, saturates and extracts in about a second.
-CHUNK_PIECES = 256
+# Pieces per chunk. Optimizing the split→sigmoid·2→cat→split→tanh+1→cat model whole (this 2-core
+# box, CPU seconds): 16 pieces (66 nodes) 0.44 s, 64 pieces (246 nodes) 0.68 s, 256 pieces (966
+# nodes) 2.87 s: past ~64 pieces the time grows faster than the pieces.
+CHUNK_PIECES = 64
 
 # A split of fewer pieces is no cluster of its own: an e-graph per split would cost more than the
 # split saves (it is optimized with the rest of the graph).
@@ -81,9 +82,10 @@ def _split_call(graph: torch.fx.Graph, aten: bool, x: torch.fx.Node, sizes: list
     return graph.call_function(torch.split, (x, sizes), {"dim": d})
 
 
-def chunked(gm: torch.fx.GraphModule, pieces: int | None = None) -> tuple[torch.fx.GraphModule, set[torch.fx.Node]]:
-    """A copy of ``gm`` where every split of more than ``pieces`` pieces and every cat of more than
-    ``pieces`` tensors is two-level, and the new top-level splits (glue, no cluster's seed)."""
+def chunked(gm: torch.fx.GraphModule, pieces: int | None = None) -> tuple[torch.fx.Graph, set[torch.fx.Node]]:
+    """A copy of ``gm``'s graph where every split of more than ``pieces`` pieces and every cat of
+    more than ``pieces`` tensors is two-level, and the new top-level splits (glue, no cluster's seed).
+    A graph, not a module: its code is generated once its clusters are replaced (15k nodes: ~1 s)."""
     pieces = pieces or CHUNK_PIECES
     wide = [n for n in gm.graph.nodes if (p := _split_parts(n)) and len(p[2]) > pieces
             or (c := _cat_parts(n)) and len(c[0]) > pieces]
@@ -91,7 +93,6 @@ def chunked(gm: torch.fx.GraphModule, pieces: int | None = None) -> tuple[torch.
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     output = graph.graph_copy(gm.graph, env)
     graph.output(output)
-    new = torch.fx.GraphModule(gm, graph)
     glue = set()
     for old in wide:
         n = env[old]
@@ -101,8 +102,7 @@ def chunked(gm: torch.fx.GraphModule, pieces: int | None = None) -> tuple[torch.
                 glue.add(_two_level_split(graph, n, aten, *parts, pieces))
             else:
                 _two_level_cat(graph, n, *_cat_parts(n), pieces)
-    new.recompile()
-    return new, glue
+    return graph, glue
 
 
 def _two_level_split(graph, n, aten: bool, x, d: int, sizes: list[int], pieces: int) -> torch.fx.Node:
@@ -110,12 +110,12 @@ def _two_level_split(graph, n, aten: bool, x, d: int, sizes: list[int], pieces: 
     chunk_sizes = [sum(sizes[i] for i in g) for g in groups]
     top = _with_value(_split_call(graph, aten, x, chunk_sizes, d), n,
                       torch.split(torch_compat.node_value(x), chunk_sizes, d))
+    pieces_of = torch_compat.node_value(n)  # a chunk's pieces are views of the input as they were
     inner, first = [], {}
     for j, g in enumerate(groups):
         chunk = _with_value(graph.call_function(operator.getitem, (top, j)), n, torch_compat.node_value(top)[j])
-        piece_sizes = [sizes[i] for i in g]
-        inner.append(_with_value(_split_call(graph, aten, chunk, piece_sizes, d), n,
-                                 torch.split(torch_compat.node_value(chunk), piece_sizes, d)))
+        inner.append(_with_value(_split_call(graph, aten, chunk, [sizes[i] for i in g], d), n,
+                                 tuple(pieces_of[i] for i in g)))
         first.update({i: (j, g[0]) for i in g})
     for user in list(n.users):
         i = user.args[1] % len(sizes)
@@ -126,21 +126,25 @@ def _two_level_split(graph, n, aten: bool, x, d: int, sizes: list[int], pieces: 
 
 
 def _two_level_cat(graph, n, tensors: list, d: int, pieces: int) -> None:
+    whole = torch_compat.node_value(n)
+    d %= whole.dim()
     parts = []
-    for group in _chunks(tensors, pieces):
+    for group in _chunks(tensors, pieces):  # a new contiguous tensor each, as cat makes
+        shape = list(whole.shape)
+        shape[d] = sum(torch_compat.node_value(t).shape[d] for t in group)
         part = graph.call_function(n.target, (group,), {"dim": d})
-        parts.append(_with_value(part, n, torch.cat([torch_compat.node_value(t) for t in group], d)))
+        parts.append(_with_value(part, n, whole.new_empty(shape)))
     n.args, n.kwargs = (parts,), {"dim": d}
 
 
-def clusters(gm: torch.fx.GraphModule, glue: set[torch.fx.Node] = frozenset()) -> list[list[torch.fx.Node]]:
+def clusters(graph: torch.fx.Graph, glue: set[torch.fx.Node] = frozenset()) -> list[list[torch.fx.Node]]:
     """The clusters of ``gm`` in topological order: a split of ``MIN_PIECES`` pieces or more (not in
     ``glue``), with every node all of whose inputs are in its cluster (its getitems, the chains on
     them, the cat that reads only them). A cluster's only inputs from outside are its split's, so it
     can be replaced in place by any graph of those inputs."""
     of: dict[torch.fx.Node, int] = {}
     members: list[list[torch.fx.Node]] = []
-    for n in gm.graph.nodes:
+    for n in graph.nodes:
         if n.op in ("placeholder", "output", "get_attr"):
             continue
         owners = {of.get(a) for a in n.all_input_nodes}
@@ -155,49 +159,53 @@ def clusters(gm: torch.fx.GraphModule, glue: set[torch.fx.Node] = frozenset()) -
 
 @dataclass
 class Unit:
-    """A cluster as a graph of its own: its inputs and outputs in the enclosing graph."""
+    """A cluster's nodes, and its inputs and outputs in the enclosing graph."""
 
-    gm: torch.fx.GraphModule
+    nodes: list[torch.fx.Node]
     inputs: list[torch.fx.Node]
     outputs: list[torch.fx.Node]
 
+    def module(self, root: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        """The cluster as a graph of its own: a placeholder per input, an output per output."""
+        graph = torch.fx.Graph()
+        env: dict[torch.fx.Node, torch.fx.Node] = {}
+        for k, a in enumerate(self.inputs):
+            env[a] = graph.placeholder(f"in_{k}")
+            env[a].meta = dict(a.meta)
+        for n in self.nodes:
+            env[n] = graph.node_copy(n, lambda a: env[a])
+        graph.output(tuple(env[o] for o in self.outputs))
+        return torch.fx.GraphModule(root, graph)
 
-def unit_of(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node]) -> Unit | None:
-    """The cluster ``nodes`` as a GraphModule; None when one of its outputs is not a tensor."""
+
+def unit_of(nodes: list[torch.fx.Node]) -> Unit | None:
+    """The cluster ``nodes`` as a unit; None when one of its outputs is not a tensor."""
     inside = set(nodes)
-    graph = torch.fx.Graph()
-    env: dict[torch.fx.Node, torch.fx.Node] = {}
-    inputs: list[torch.fx.Node] = []
-    for n in nodes:
-        for a in n.all_input_nodes:
-            if a not in inside and a not in env:
-                p = graph.placeholder(f"in_{len(inputs)}")
-                p.meta = dict(a.meta)
-                env[a] = p
-                inputs.append(a)
-        env[n] = graph.node_copy(n, lambda a: env[a])
+    inputs = list(dict.fromkeys(a for n in nodes for a in n.all_input_nodes if a not in inside))
     outputs = [n for n in nodes if any(u not in inside for u in n.users)]
     if not outputs or not all(isinstance(torch_compat.node_value(o), torch.Tensor) for o in outputs):
         return None
-    graph.output(tuple(env[o] for o in outputs))
-    return Unit(torch.fx.GraphModule(gm, graph), inputs, outputs)
+    return Unit(nodes, inputs, outputs)
 
 
 def structure(unit: Unit) -> str:
-    """What the unit computes, node names aside: ops, constants, and its inputs' shapes, strides,
-    dtypes and devices. Two units with one structure are one function of their inputs."""
-    index: dict[torch.fx.Node, int] = {}
-    rows = []
-    for i, n in enumerate(unit.gm.graph.nodes):
-        index[n] = i
+    """What the unit computes, node names aside: ops, constants, its inputs' shapes, strides, dtypes
+    and devices, and which nodes it outputs. Two units with one structure are one function of their
+    inputs."""
+    index = {a: k for k, a in enumerate(unit.inputs)}
+    rows = [_meta(torch_compat.node_value(a)) for a in unit.inputs]
+    for n in unit.nodes:
+        index[n] = len(index)
         args = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: _Ref(index[a]))
-        row = f"{n.op}|{n.target if isinstance(n.target, str) else _label(n.target)}|{args!r}"
-        if n.op == "placeholder":
-            v = torch_compat.node_value(n)
-            row += (f"|{tuple(v.shape)}|{v.stride()}|{v.dtype}|{v.device}|{v.requires_grad}"
-                    if isinstance(v, torch.Tensor) else f"|{v!r}")
-        rows.append(row)
+        rows.append(f"{n.op}|{n.target if isinstance(n.target, str) else _label(n.target)}|{args!r}")
+    rows.append(repr([index[o] for o in unit.outputs]))
     return "\n".join(rows)
+
+
+def _meta(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"{tuple(v.shape)}|{v.stride()}|{v.dtype}|{v.device}|{v.requires_grad}"
+    return repr(v)
 
 
 @dataclass(frozen=True)
@@ -212,37 +220,42 @@ def _label(target: Any) -> str:
     return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}"
 
 
-def splice(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node], unit: Unit, new: torch.fx.GraphModule) -> None:
-    """Replace the cluster ``nodes`` of ``gm`` by ``new`` (a graph of ``unit.inputs``), in place:
-    inserted before the cluster's split, which every one of its users follows."""
-    graph = gm.graph
-    with graph.inserting_before(nodes[0]):
-        out = _copy_into(graph, gm, new, f"unit_{nodes[0].name}", unit.inputs)
+def splice(graph: torch.fx.Graph, unit: Unit, new: torch.fx.GraphModule) -> None:
+    """Replace the cluster of ``unit`` in ``graph`` by ``new`` (a graph of ``unit.inputs`` without
+    attributes), in place: inserted before the cluster's split, which every one of its users follows."""
+    with graph.inserting_before(unit.nodes[0]):
+        out = _copy_into(graph, new, new, f"unit_{unit.nodes[0].name}", unit.inputs)
     for old, value in zip(unit.outputs, out):
         old.replace_all_uses_with(value)
-    for n in reversed(nodes):
+    for n in reversed(unit.nodes):
         graph.erase_node(n)
 
 
-def optimize_clusters(gm: torch.fx.GraphModule, glue: set[torch.fx.Node],
+def optimize_clusters(gm: torch.fx.GraphModule,
                       optimize_one: Callable[[torch.fx.GraphModule, list[Any]], tuple[torch.fx.GraphModule, Report]],
-                      ) -> list[Report]:
-    """Each cluster of ``gm`` (``clusters``) optimized as a unit by ``optimize_one(unit, example
-    inputs)`` and spliced back, in place; the reports of the clusters optimized (one optimization per
-    structure: a unit like one before reuses its result)."""
+                      ) -> tuple[torch.fx.GraphModule, list[Report], int]:
+    """``gm`` made two-level (``chunked``) with each cluster (``clusters``) optimized as a unit by
+    ``optimize_one(unit, example inputs)`` and spliced back; the reports of the units optimized (one
+    optimization per structure: a unit like one before reuses its result) and how many clusters
+    were replaced (none: ``gm`` itself)."""
+    graph, glue = chunked(gm)
     done: dict[str, torch.fx.GraphModule | None] = {}
-    reports = []
-    for nodes in clusters(gm, glue):
-        unit = unit_of(gm, nodes)
+    reports, replaced = [], 0
+    for nodes in clusters(graph, glue):
+        unit = unit_of(nodes)
         if unit is None:
             continue
         key = structure(unit)
         if key not in done:
-            new, report = optimize_one(unit.gm, [torch_compat.node_value(p) for p in unit.inputs])
-            done[key] = new if new is not unit.gm else None
+            sub = unit.module(gm)
+            new, report = optimize_one(sub, [torch_compat.node_value(a) for a in unit.inputs])
+            keep = new is not sub and not any(n.op == "get_attr" for n in new.graph.nodes)
+            done[key] = new if keep else None
             reports.append(report)
         if done[key] is not None:
-            splice(gm, nodes, unit, done[key])
-    gm.graph.lint()
-    gm.recompile()
-    return reports
+            splice(graph, unit, done[key])
+            replaced += 1
+    if not replaced:
+        return gm, reports, 0
+    graph.lint()
+    return torch.fx.GraphModule(gm, graph), reports, replaced

@@ -32,7 +32,7 @@ from . import inductor_probe, torch_compat, verify
 from .horizontal import POINTWISE_BATCHES, horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
-from .clusters import chunked, optimize_clusters
+from .clusters import optimize_clusters
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options
@@ -167,13 +167,11 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     (``fx_bridge.clusters``), then what is left whole when it is small enough, else window by
     window (``fx_bridge.regions``). Every unit, window or pass keeps its result as it finishes."""
     one = _region_optimizer(opts, deadline)
-    two_level, glue = chunked(gm)
-    units = optimize_clusters(two_level, glue, one)
+    gm, units, replaced = optimize_clusters(gm, one)
     _merge(report, units)
-    if any(r.changed for r in units):
-        report.notes.append(f"{len(units)} split/cat cluster structures optimized as units; "
-                            f"{len(two_level.graph.nodes)} nodes left")
-        gm = two_level
+    if replaced:
+        report.notes.append(f"{replaced} split/cat clusters optimized as units ({len(units)} structures); "
+                            f"{len(gm.graph.nodes)} nodes left")
     if len(gm.graph.nodes) <= REGION_NODES:
         rest = Report(graph_nodes=len(gm.graph.nodes))
         try:

@@ -82,10 +82,30 @@ def _split_call(graph: torch.fx.Graph, aten: bool, x: torch.fx.Node, sizes: list
     return graph.call_function(torch.split, (x, sizes), {"dim": d})
 
 
-def chunked(gm: torch.fx.GraphModule, pieces: int | None = None) -> tuple[torch.fx.Graph, set[torch.fx.Node]]:
+@dataclass
+class TwoLevel:
+    """``chunked``'s graph, its new top-level splits (glue: no cluster's seed) and its inner cats."""
+
+    graph: torch.fx.Graph
+    glue: set[torch.fx.Node]
+    inner_cats: set[torch.fx.Node]
+
+    def flatten_cats(self) -> None:
+        """A cat of inner cats that no unit replaced reads their tensors again: an inner cat is a
+        copy more, which only pays when the unit replacing it is cheaper."""
+        alive = set(self.graph.nodes)
+        for n in list(self.inner_cats & alive):
+            for top in list(n.users):
+                tensors, d = _cat_parts(top)
+                top.args, top.kwargs = ([t for p in tensors for t in (p.args[0] if p is n else [p])],), {"dim": d}
+            if not n.users:
+                self.graph.erase_node(n)
+
+
+def chunked(gm: torch.fx.GraphModule, pieces: int | None = None) -> TwoLevel:
     """A copy of ``gm``'s graph where every split of more than ``pieces`` pieces and every cat of
-    more than ``pieces`` tensors is two-level, and the new top-level splits (glue, no cluster's seed).
-    A graph, not a module: its code is generated once its clusters are replaced (15k nodes: ~1 s)."""
+    more than ``pieces`` tensors is two-level. A graph, not a module: its code is generated once
+    its clusters are replaced (15k nodes: ~1 s)."""
     pieces = pieces or CHUNK_PIECES
     wide = [n for n in gm.graph.nodes if (p := _split_parts(n)) and len(p[2]) > pieces
             or (c := _cat_parts(n)) and len(c[0]) > pieces]
@@ -93,16 +113,16 @@ def chunked(gm: torch.fx.GraphModule, pieces: int | None = None) -> tuple[torch.
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     output = graph.graph_copy(gm.graph, env)
     graph.output(output)
-    glue = set()
+    two = TwoLevel(graph, set(), set())
     for old in wide:
         n = env[old]
         aten = torch_compat.is_aten(n.target)
         with graph.inserting_before(n):
             if (parts := _split_parts(n)) is not None:
-                glue.add(_two_level_split(graph, n, aten, *parts, pieces))
+                two.glue.add(_two_level_split(graph, n, aten, *parts, pieces))
             else:
-                _two_level_cat(graph, n, *_cat_parts(n), pieces)
-    return graph, glue
+                two.inner_cats.update(_two_level_cat(graph, n, *_cat_parts(n), pieces))
+    return two
 
 
 def _two_level_split(graph, n, aten: bool, x, d: int, sizes: list[int], pieces: int) -> torch.fx.Node:
@@ -125,7 +145,7 @@ def _two_level_split(graph, n, aten: bool, x, d: int, sizes: list[int], pieces: 
     return top
 
 
-def _two_level_cat(graph, n, tensors: list, d: int, pieces: int) -> None:
+def _two_level_cat(graph, n, tensors: list, d: int, pieces: int) -> list[torch.fx.Node]:
     whole = torch_compat.node_value(n)
     d %= whole.dim()
     parts = []
@@ -135,6 +155,7 @@ def _two_level_cat(graph, n, tensors: list, d: int, pieces: int) -> None:
         part = graph.call_function(n.target, (group,), {"dim": d})
         parts.append(_with_value(part, n, whole.new_empty(shape)))
     n.args, n.kwargs = (parts,), {"dim": d}
+    return parts
 
 
 def clusters(graph: torch.fx.Graph, glue: set[torch.fx.Node] = frozenset()) -> list[list[torch.fx.Node]]:
@@ -238,10 +259,10 @@ def optimize_clusters(gm: torch.fx.GraphModule,
     ``optimize_one(unit, example inputs)`` and spliced back; the reports of the units optimized (one
     optimization per structure: a unit like one before reuses its result) and how many clusters
     were replaced (none: ``gm`` itself)."""
-    graph, glue = chunked(gm)
+    two = chunked(gm)
     done: dict[str, torch.fx.GraphModule | None] = {}
     reports, replaced = [], 0
-    for nodes in clusters(graph, glue):
+    for nodes in clusters(two.graph, two.glue):
         unit = unit_of(nodes)
         if unit is None:
             continue
@@ -253,9 +274,10 @@ def optimize_clusters(gm: torch.fx.GraphModule,
             done[key] = new if keep else None
             reports.append(report)
         if done[key] is not None:
-            splice(graph, unit, done[key])
+            splice(two.graph, unit, done[key])
             replaced += 1
     if not replaced:
         return gm, reports, 0
-    graph.lint()
-    return torch.fx.GraphModule(gm, graph), reports, replaced
+    two.flatten_cats()
+    two.graph.lint()
+    return torch.fx.GraphModule(gm, two.graph), reports, replaced

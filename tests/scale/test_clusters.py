@@ -23,10 +23,10 @@ def _low_thresholds(monkeypatch, region_nodes=50, chunk=8):
 
 def test_two_level_splits_and_cats_compute_the_same_values(monkeypatch):
     gm, inputs = dynamo_graph(TwoStage(), torch.randn(4, 32))
-    graph, glue = clusters.chunked(gm, 8)
-    two = torch.fx.GraphModule(gm, graph)
+    two_level = clusters.chunked(gm, 8)
+    two = torch.fx.GraphModule(gm, two_level.graph)
     assert _names(two).count("split") == 2 + 4 and _names(two).count("cat") == 2 + 4  # 4 chunks of 8 pieces
-    assert len(glue) == 1
+    assert len(two_level.glue) == 1 and len(two_level.inner_cats) == 4
     torch.testing.assert_close(two(*inputs), gm(*inputs))
     assert _names(gm).count("split") == 2  # the input graph is left as it was
 
@@ -34,8 +34,8 @@ def test_two_level_splits_and_cats_compute_the_same_values(monkeypatch):
 def test_each_chunk_is_a_cluster_from_its_split_to_its_cat(monkeypatch):
     monkeypatch.setattr(clusters, "MIN_PIECES", 4)
     gm, _ = dynamo_graph(TwoStage(), torch.randn(4, 32))
-    graph, glue = clusters.chunked(gm, 8)
-    found = clusters.clusters(graph, glue)
+    two = clusters.chunked(gm, 8)
+    found = clusters.clusters(two.graph, two.glue)
     assert [len(c) for c in found] == [1 + 8 * 3 + 1] * 5  # split, getitem/sigmoid/mul per piece, cat
     assert all(canonical_name(c[0]) == "split" and canonical_name(c[-1]) == "cat" for c in found)
     units = [clusters.unit_of(c) for c in found]
@@ -79,3 +79,12 @@ def test_training_through_compile_keeps_values_and_gradients(monkeypatch):
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(x.grad, ref_x.grad)
     assert backend.reports[0].changed, backend.reports[0].summary()
+
+
+def test_cats_of_chunks_no_unit_replaced_are_flat_again(monkeypatch):
+    gm, inputs = dynamo_graph(TwoStage(), torch.randn(4, 32))
+    two = clusters.chunked(gm, 8)
+    two.flatten_cats()
+    flat = torch.fx.GraphModule(gm, two.graph)
+    assert _names(flat).count("cat") == 2, flat.code
+    torch.testing.assert_close(flat(*inputs), gm(*inputs))

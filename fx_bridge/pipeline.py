@@ -172,6 +172,9 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     if replaced:
         report.notes.append(f"{replaced} split/cat clusters optimized as units ({len(units)} structures); "
                             f"{len(gm.graph.nodes)} nodes left")
+    if deadline.out_of_time("regions"):  # lowering 15k nodes alone took 13 s on a loaded box
+        report.notes.append("the rest of the graph kept as it is: the time budget ran out before it")
+        return gm, report
     if len(gm.graph.nodes) <= REGION_NODES:
         rest = Report(graph_nodes=len(gm.graph.nodes))
         try:
@@ -187,8 +190,11 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     if (len(set(part.values())) > 1 and deadline.left() > REGION_SECONDS_PER_NODE * len(gm.graph.nodes)
             and not any(n.op == "get_attr" for n in gm.graph.nodes)):  # inlined attributes get new names
         return _by_regions(gm, part, opts, report, deadline)
-    if not report.changed:
+    if not report.changed and len(gm.graph.nodes) <= opts.max_graph_nodes:
         return _optimize(gm, example_inputs, opts, report, deadline, outputs, whole=True)
+    if not report.changed:
+        report.notes.append(f"kept the input program: no unit or region finished, and {len(gm.graph.nodes)} "
+                            f"nodes > max_graph_nodes={opts.max_graph_nodes} cannot be built at once")
     return gm, report
 
 

@@ -167,7 +167,11 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     (``fx_bridge.clusters``), then what is left whole when it is small enough, else window by
     window (``fx_bridge.regions``). Every unit, window or pass keeps its result as it finishes."""
     one = _region_optimizer(opts, deadline)
-    gm, units, replaced = optimize_clusters(gm, one)
+    try:
+        gm, units, replaced = optimize_clusters(gm, one)
+    except Exception as e:  # e.g. a size Dynamo left symbolic: the windows below still run
+        report.notes.append(f"no split/cat units: {type(e).__name__}: {e}")
+        units, replaced = [], 0
     _merge(report, units)
     if replaced:
         report.notes.append(f"{replaced} split/cat clusters optimized as units ({len(units)} structures); "

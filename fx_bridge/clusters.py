@@ -6,7 +6,7 @@ graph is first made two-level (``chunked``: a split of more than ``CHUNK_PIECES`
 into chunks, each split into its pieces; a cat of more than ``CHUNK_PIECES`` tensors a cat of cats —
 the same values, views and strides), then each chunk's split with everything that reads only it
 (``clusters``) is optimized as one unit and spliced back in place. Chunks are alike, so a cluster of
-the same structure as one already optimized reuses its result (``Structure``). What is left (one
+the same structure as one already optimized reuses its result (``structure``). What is left (one
 pointwise op per chunk, a cat of the chunks) is small enough for the graph to be optimized whole.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Callable
 import torch
 
 from . import torch_compat
-from .regions import _copy_into
+from .regions import copy_into
 from .report import Report
 from .targets import canonical_name
 
@@ -245,7 +245,7 @@ def splice(graph: torch.fx.Graph, unit: Unit, new: torch.fx.GraphModule) -> None
     """Replace the cluster of ``unit`` in ``graph`` by ``new`` (a graph of ``unit.inputs`` without
     attributes), in place: inserted before the cluster's split, which every one of its users follows."""
     with graph.inserting_before(unit.nodes[0]):
-        out = _copy_into(graph, new, new, f"unit_{unit.nodes[0].name}", unit.inputs)
+        out = copy_into(graph, new, new, f"unit_{unit.nodes[0].name}", unit.inputs)
     for old, value in zip(unit.outputs, out):
         old.replace_all_uses_with(value)
     for n in reversed(unit.nodes):

@@ -167,12 +167,15 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     (``fx_bridge.clusters``), then what is left whole when it is small enough, else window by
     window (``fx_bridge.regions``). Every unit, window or pass keeps its result as it finishes."""
     one = _region_optimizer(opts, deadline)
+    t0 = time.perf_counter()
     try:
         gm, units, replaced = optimize_clusters(gm, one)
     except Exception as e:  # e.g. a size Dynamo left symbolic: the windows below still run
         report.notes.append(f"no split/cat units: {type(e).__name__}: {e}")
         units, replaced = [], 0
     _merge(report, units)
+    inside = sum(sum(r.phase_seconds.values()) for r in units)  # "units": cutting and splicing them
+    _add_counts(report.phase_seconds, {"units": time.perf_counter() - t0 - inside})
     if replaced:
         report.notes.append(f"{replaced} split/cat clusters optimized as units ({len(units)} structures); "
                             f"{len(gm.graph.nodes)} nodes left")

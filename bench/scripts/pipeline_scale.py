@@ -27,7 +27,7 @@ import torch
 from bench.graphgen import random_graph
 from fx_bridge import optimize, torch_compat
 
-PHASES = ("lower", "build", "saturate", "extract", "raise")
+PHASES = ("units", "lower", "build", "saturate", "extract", "raise")  # units: cutting and splicing (fx_bridge.clusters)
 
 
 def graph_of_size(nodes: int, seed: int = 0):

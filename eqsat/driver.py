@@ -104,14 +104,15 @@ def build(problem: Problem, rules: Iterable[Rule], cost: CostModel, analysis: It
           deadline: Deadline | None = None) -> Built:
     """A session with the rules and the input program, priced as written (before any rule ran: one
     e-node per class), plus the horizontal candidates."""
+    keep = reserve(deadline) if deadline is not None else 0.0  # a build past it is thrown away
     session = Session(rules, analysis)
-    session.load(problem.program, deadline)
+    session.load(problem.program, deadline, keep)
     before = input_program(view_of(session, problem), problem.originals, problem.roots, cost).cost
     if deadline is not None:
-        deadline.check("build", reserve(deadline))
+        deadline.check("build", keep)
     built = Built(session, before)
     if problem.candidates is not None:
-        session.load(problem.candidates, deadline)
+        session.load(problem.candidates, deadline, keep)
         built.inserted, built.offered, built.batched = problem.inserted, Counter(problem.offered), problem.batched
     return built
 

@@ -399,10 +399,12 @@ class _Groups:
     tensor into one group (every layer norm backward: the input gradient's row sums and the weight
     and bias gradients' column sums), which Triton runs as separate kernels."""
 
-    def __init__(self, kernels: list[Kernel], ancestors: list[int], outer_loop: bool):
+    def __init__(self, kernels: list[Kernel], ancestors: list[int], descendants: list[int], outer_loop: bool):
         self.parent = list(range(len(kernels)))
         self.members = [1 << k.index for k in kernels]
         self.anc = list(ancestors)
+        self.desc = list(descendants)
+        self.multi = 0  # members of every group of more than one kernel
         self.kernels = kernels
         self.shape = list(kernels)  # per group root: the kernel whose space stands for the group
         self.outer_loop = outer_loop
@@ -412,6 +414,22 @@ class _Groups:
             self.parent[i] = self.parent[self.parent[i]]
             i = self.parent[i]
         return i
+
+    def _spans(self, before: int, after: int) -> bool:
+        """Whether a group of several kernels has members in both ``before`` (ancestors of the merged
+        group) and ``after`` (its descendants): the merge would put it on a cycle. Walked from the
+        side with fewer such members: a wide cat's slice writers are thousands of groups before it,
+        none after it yet (walking every group among the ancestors was quadratic)."""
+        before, after = before & self.multi, after & self.multi
+        if not before or not after:
+            return False
+        walk, other = (before, after) if before.bit_count() <= after.bit_count() else (after, before)
+        while walk:  # one check per group: its members all give the same answer
+            g = self.find((walk & -walk).bit_length() - 1)
+            if self.members[g] & other:
+                return True
+            walk &= ~self.members[g]
+        return False
 
     def try_merge(self, i: int, j: int, any_space: bool = False) -> bool:
         """Merge the groups of kernels i and j unless their spaces differ (``any_space``: a foreach
@@ -425,16 +443,15 @@ class _Groups:
         mask = self.members[a] | self.members[b]
         # A path a → x → b leaves through a member, so x comes after the first member in topo order.
         first = (mask & -mask).bit_length() - 1
-        outside = ((self.anc[a] | self.anc[b]) & ~mask) >> first << first
-        while outside:  # one check per group outside: its members all give the same answer
-            low = outside & -outside
-            g = self.find(low.bit_length() - 1)
-            if self.anc[g] & mask:
-                return False
-            outside &= ~self.members[g]
+        before = ((self.anc[a] | self.anc[b]) & ~mask) >> first << first
+        after = (self.desc[a] | self.desc[b]) & ~mask
+        if before & after or self._spans(before, after):
+            return False
         self.parent[b] = a
         self.members[a] = mask
         self.anc[a] = (self.anc[a] | self.anc[b]) & ~mask
+        self.desc[a] = (self.desc[a] | self.desc[b]) & ~mask
+        self.multi |= mask
         self.shape[a] = sa if sa.kind == "reduction" or sb.kind != "reduction" else sb
         return True
 
@@ -447,6 +464,7 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
     producer = {k.writes: k for k in kernels}
     ancestors: list[int] = []
     read_bits: dict[str, int] = {}  # buffer → its writers and their ancestors (a cat: every slice writer)
+    writes_into: dict[int, list[str]] = {}  # kernel → the buffers read whose writers include it
     for k in kernels:
         bits = 0
         for buf in k.reads:
@@ -456,10 +474,18 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
                     p = producer.get(w)
                     if p is not None:
                         b |= ancestors[p.index] | (1 << p.index)
+                        writes_into.setdefault(p.index, []).append(buf)
                 read_bits[buf] = b
             bits |= read_bits[buf]
         ancestors.append(bits)
-    groups = _Groups(kernels, ancestors, outer_loop)
+    descendants = [0] * len(kernels)
+    read_by: dict[str, int] = {}  # buffer → its readers and their descendants (final before its writers)
+    for k in reversed(kernels):
+        for buf in writes_into.get(k.index, ()):
+            descendants[k.index] |= read_by[buf]
+        for buf in k.reads:
+            read_by[buf] = read_by.get(buf, 0) | descendants[k.index] | (1 << k.index)
+    groups = _Groups(kernels, ancestors, descendants, outer_loop)
     fusible = [k for k in kernels if k.kind != "extern" and k.fuses]
     writers: dict[str, list[int]] = {}  # buffer → its fusible writers (a cat: every slice writer)
     joined: set[str] = set()  # buffers whose writers are all in one group (union-find: for good)

@@ -442,15 +442,15 @@ def find_groups(low: Lowered, disabled: Sequence[str] = ()) -> list[tuple[str, B
     ctx = _Ctx(low)
     g = term_graph(low)
     order = {let: i for i, let in enumerate(nx.topological_sort(g))}
-    keyed: dict[tuple[str, Hashable], tuple[Build, list[str]]] = {}
+    keyed: dict[tuple[str, Hashable, bool], tuple[Build, list[str]]] = {}
     for let in sorted(low.originals, key=order.__getitem__):
         t = low.originals[let]
         matcher = MATCHERS.get(t.ctor)
         if matcher is None or ctx.shape(Ref(let)) is None:
             continue
-        for rule, key, build in matcher(ctx, t):
+        for rule, key, build in matcher(ctx, t):  # never a value passing gradient with one passing none
             if rule in RULE_NAMES and rule not in off:
-                keyed.setdefault((rule, key), (build, []))[1].append(let)
+                keyed.setdefault((rule, key, let in low.grad_dead), (build, []))[1].append(let)
     candidates = {let for _, lets in keyed.values() if len(lets) >= 2 for let in lets}
     bit = {let: 1 << i for i, let in enumerate(sorted(candidates, key=order.__getitem__))}
     anc: dict[str, int] = {}
@@ -460,7 +460,7 @@ def find_groups(low: Lowered, disabled: Sequence[str] = ()) -> list[tuple[str, B
             a |= anc[p] | bit.get(p, 0)
         anc[let] = a
     groups = []
-    for (rule, _), (build, lets) in keyed.items():
+    for (rule, *_), (build, lets) in keyed.items():
         operands = DISTINCT_OPERANDS.get(rule)
         input_of = (lambda m: operands(low.originals[m])) if operands else None
         for subset in _independent_subsets(lets, anc, bit, input_of):

@@ -33,7 +33,8 @@ class Options:
     iterations: int = 8
     max_nodes: int = 200_000
     seconds: float = 10.0
-    max_graph_nodes: int = 50_000             # bigger graphs are skipped, not attempted
+    max_graph_nodes: int = 50_000             # most nodes built as one e-graph; past REGION_NODES a graph
+                                              # is optimized unit by unit (fx_bridge.clusters), each under it
     validate: bool = False                    # run original and optimized side by side (every pass)
     mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
     always_raise: bool = False                # rebuild the graph even when nothing is cheaper

@@ -32,6 +32,7 @@ from . import inductor_probe, torch_compat, verify
 from .horizontal import POINTWISE_BATCHES, horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
+from .clusters import optimize_clusters
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options, device_of
@@ -116,19 +117,19 @@ class Outputs:
 
 def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
               outputs: Outputs, whole: bool = False) -> tuple[torch.fx.GraphModule, Report]:
-    if report.graph_nodes > opts.max_graph_nodes:
-        raise Unsupported(f"{report.graph_nodes} nodes > max_graph_nodes={opts.max_graph_nodes}")
-    if (not whole and report.graph_nodes > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back
-            and not any(n.op == "get_attr" for n in gm.graph.nodes)):  # inlined attributes get new names
-        part = windows(gm, REGION_NODES)
-        if len(set(part.values())) > 1 and deadline.left() > REGION_SECONDS_PER_NODE * report.graph_nodes:
-            return _by_regions(gm, part, opts, report, deadline)
+    if not whole and len(gm.graph.nodes) > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back:
+        return _by_units(gm, example_inputs, opts, report, deadline, outputs)
+    if len(gm.graph.nodes) > opts.max_graph_nodes:  # too big to build at once
+        raise Unsupported(f"{len(gm.graph.nodes)} nodes > max_graph_nodes={opts.max_graph_nodes}")
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     original = gm
     with _phase(report, "lower"):
         gm = functionalize_intermediates(drop_noop_autocast(gm), example_inputs)
-        low = lower(gm, example_inputs)
-    if deadline.out_of_time("lower"):
+        try:
+            low = lower(gm, example_inputs, deadline)
+        except OutOfTime:
+            low = None
+    if low is None or deadline.out_of_time("lower"):
         report.notes.append("kept the input program: the time budget ran out while lowering")
         return original, report
     present = {r.family for r in rules}
@@ -163,9 +164,53 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     return current_gm, report
 
 
-def _by_regions(gm, part: dict, opts: Options, report: Report, deadline: Deadline) -> tuple[torch.fx.GraphModule, Report]:
-    """A graph larger than ``REGION_NODES``, optimized window by window (``fx_bridge.regions``): each
-    window keeps its result, a window that fails or that the clock stops keeps its input."""
+def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
+              outputs: Outputs) -> tuple[torch.fx.GraphModule, Report]:
+    """A graph larger than ``REGION_NODES``: its wide split/cat clusters optimized as units
+    (``fx_bridge.clusters``), then what is left whole when it is small enough, else window by
+    window (``fx_bridge.regions``). Every unit, window or pass keeps its result as it finishes."""
+    one = _region_optimizer(opts, deadline)
+    t0 = time.perf_counter()
+    try:
+        gm, units, replaced = optimize_clusters(gm, one)
+    except Exception as e:  # e.g. a size Dynamo left symbolic: the windows below still run
+        report.notes.append(f"no split/cat units: {type(e).__name__}: {e}")
+        units, replaced = [], 0
+    _merge(report, units)
+    inside = sum(sum(r.phase_seconds.values()) for r in units)  # "units": cutting and splicing them
+    _add_counts(report.phase_seconds, {"units": time.perf_counter() - t0 - inside})
+    if replaced:
+        report.notes.append(f"{replaced} split/cat clusters optimized as units ({len(units)} structures); "
+                            f"{len(gm.graph.nodes)} nodes left")
+    if deadline.out_of_time("regions"):  # lowering 15k nodes alone took 13 s on a loaded box
+        report.notes.append("the rest of the graph kept as it is: the time budget ran out before it")
+        return gm, report
+    if len(gm.graph.nodes) <= REGION_NODES:
+        rest = Report(graph_nodes=len(gm.graph.nodes))
+        try:
+            gm, rest = _optimize(gm, example_inputs, opts, rest, deadline, outputs, whole=True)
+        except Exception as e:  # the clusters' results stay
+            if not report.changed:
+                raise
+            rest.notes.append(f"the graph after its clusters kept as it is: {type(e).__name__}: {e}")
+        _merge(report, [rest])
+        report.stop_reason = rest.stop_reason or report.stop_reason
+        return gm, report
+    part = windows(gm, REGION_NODES)
+    if (len(set(part.values())) > 1 and deadline.left() > REGION_SECONDS_PER_NODE * len(gm.graph.nodes)
+            and not any(n.op == "get_attr" for n in gm.graph.nodes)):  # inlined attributes get new names
+        return _by_regions(gm, part, opts, report, deadline)
+    if not report.changed and len(gm.graph.nodes) <= opts.max_graph_nodes:
+        return _optimize(gm, example_inputs, opts, report, deadline, outputs, whole=True)
+    if not report.changed:
+        report.notes.append(f"kept the input program: no unit or region finished, and {len(gm.graph.nodes)} "
+                            f"nodes > max_graph_nodes={opts.max_graph_nodes} cannot be built at once")
+    return gm, report
+
+
+def _region_optimizer(opts: Options, deadline: Deadline):
+    """``optimize_one`` of a region or unit: its result, or its input when it fails or the clock
+    stopped before it (never worse)."""
     def one(sub, inputs):
         r = Report(graph_nodes=len(sub.graph.nodes))
         if deadline.out_of_time("regions"):  # not even lowered: 1.4 s a window of 8,192 pieces' graph
@@ -176,8 +221,24 @@ def _by_regions(gm, part: dict, opts: Options, report: Report, deadline: Deadlin
         except Exception as e:  # never worse: this window stays as written
             r.notes.append(f"region kept its input: {type(e).__name__}: {e}")
             return sub, r
+    return one
 
-    new_gm, regions = optimize_regions(gm, part, one)
+
+def _by_regions(gm, part: dict, opts: Options, report: Report, deadline: Deadline) -> tuple[torch.fx.GraphModule, Report]:
+    """A graph larger than ``REGION_NODES``, optimized window by window (``fx_bridge.regions``): each
+    window keeps its result, a window that fails or that the clock stops keeps its input."""
+    new_gm, regions = optimize_regions(gm, part, _region_optimizer(opts, deadline))
+    _merge(report, regions)
+    report.stop_reason = "; ".join(dict.fromkeys(r.stop_reason for r in regions if r.stop_reason))
+    report.notes.append(f"optimized as {len(regions)} regions of at most {REGION_NODES} nodes each, "
+                        f"{sum(r.changed for r in regions)} changed")
+    if not report.changed and not opts.always_raise:
+        return gm, report
+    return new_gm, report
+
+
+def _merge(report: Report, regions: list[Report]) -> None:
+    """The regions' counts, sizes, costs and notes added into ``report``."""
     for r in regions:
         for into, more in ((report.rules_fired, r.rules_fired), (report.rules_used, r.rules_used),
                            (report.phase_seconds, r.phase_seconds)):
@@ -190,12 +251,6 @@ def _by_regions(gm, part: dict, opts: Options, report: Report, deadline: Deadlin
         report.kernels_after += r.kernels_after
         report.alias_copies += r.alias_copies
         report.notes.extend(r.notes)
-    report.stop_reason = "; ".join(dict.fromkeys(r.stop_reason for r in regions if r.stop_reason))
-    report.notes.append(f"optimized as {len(regions)} regions of at most {REGION_NODES} nodes each, "
-                        f"{sum(r.changed for r in regions)} changed")
-    if not report.changed and not opts.always_raise:
-        return gm, report
-    return new_gm, report
 
 
 def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:

@@ -68,7 +68,7 @@ def inline(top: torch.fx.GraphModule) -> torch.fx.GraphModule:
     env: dict[torch.fx.Node, Any] = {}
     for node in top.graph.nodes:
         if node.op == "call_module":
-            env[node] = _copy_into(graph, root, getattr(top, node.target), node.target,
+            env[node] = copy_into(graph, root, getattr(top, node.target), node.target,
                                    [_load(env, a) for a in node.args])
         elif node.op == "call_function" and node.target is operator.getitem and isinstance(env.get(node.args[0]), tuple):
             env[node] = env[node.args[0]][node.args[1]]
@@ -84,7 +84,7 @@ def _load(env: dict, n: Any) -> Any:
     return torch.fx.node.map_arg(n, lambda x: env[x])
 
 
-def _copy_into(graph: torch.fx.Graph, root: torch.nn.Module, sub: torch.fx.GraphModule, prefix: str,
+def copy_into(graph: torch.fx.Graph, root: torch.nn.Module, sub: torch.fx.GraphModule, prefix: str,
                args: list[Any]) -> Any:
     """Copy ``sub``'s nodes into ``graph`` with its placeholders bound to ``args``; its output value."""
     env: dict[torch.fx.Node, Any] = {}

@@ -1,12 +1,13 @@
 """Time each phase of the optimizer on synthetic graphs of growing size (issue: spine benchmark).
 
     python -m bench.scripts.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
-    python -m bench.scripts.pipeline_scale --dynamo --pieces 4096 [--train]
+    python -m bench.scripts.pipeline_scale --dynamo --pieces 4096 [--train] [--device cuda]
 
 ``--dynamo`` goes through ``torch.compile(backend=eqsat_backend(...))`` as a user does (issue 30):
 the two-stage model of ``TwoStage`` is traced by Dynamo, optimized (and, with ``--train``, so are
 AOTAutograd's forward and backward graphs), and compiled by Inductor; each row sums every graph's
-optimizer phases and counts the loop nests / kernels Inductor generated.
+optimizer phases and counts the loop nests / kernels Inductor generated; on ``--device cuda`` also
+the kernel launches of the step (the wrappers' ``call`` bodies, forward and backward).
 
 Two axes: Optimus' wide split→pointwise→cat (``--pieces``) and random graphs from ``bench.graphgen``
 (``--nodes``: float32 split/cat/pointwise/view/matmul tangles). Fake values are recorded before
@@ -26,7 +27,7 @@ import torch
 from bench.graphgen import random_graph
 from fx_bridge import optimize, torch_compat
 
-PHASES = ("lower", "build", "saturate", "extract", "raise")
+PHASES = ("units", "lower", "build", "saturate", "extract", "raise")  # units: cutting and splicing (fx_bridge.clusters)
 
 
 def graph_of_size(nodes: int, seed: int = 0):
@@ -69,17 +70,18 @@ class TwoStage(torch.nn.Module):
         return torch.cat([torch.tanh(p) + 1 for p in torch.split(y, 4, dim=1)], dim=1)
 
 
-def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64) -> dict:
-    """Compile and run ``TwoStage`` (a training step with ``train``) through ``torch.compile``;
-    optimizer seconds per phase over every graph, graph and e-graph sizes, kernels, stop reasons."""
+def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64, device: str = "cpu") -> dict:
+    """Compile and run ``TwoStage`` (a training step with ``train``) through ``torch.compile`` on
+    ``device``; optimizer seconds per phase over every graph, graph and e-graph sizes, kernels (and
+    launches), stop reasons."""
     from fx_bridge import eqsat_backend, inductor_metrics
 
     torch._dynamo.reset()
-    x = torch.randn(rows, pieces, requires_grad=train)
+    x = torch.randn(rows, pieces, requires_grad=train, device=device)
     backend = eqsat_backend(**options)
     inductor_metrics.reset()
     t0 = time.perf_counter()
-    with inductor_metrics.inductor_config_patch("eqsat"):
+    with inductor_metrics.inductor_config_patch("eqsat"), inductor_metrics.capture_output_code() as codes:
         out = torch.compile(TwoStage(), backend=backend)(x)
         if train:
             out.sum().backward()
@@ -96,6 +98,7 @@ def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64) -> d
     return {"total": total, "phases": phases, "optimizer": sum(phases.values()),
             "graphs": [r.graph_nodes for r in reports], "egraph": [r.egraph_nodes for r in reports],
             "kernels": inductor_metrics.kernel_counts()["generated"],
+            "launches": inductor_metrics.launch_counts(codes)["total"] if device == "cuda" else None,
             "stop": [r.stop_reason or r.skipped for r in reports], "changed": [r.changed for r in reports]}
 
 
@@ -111,14 +114,15 @@ def dynamo_main(args) -> None:
     logging.basicConfig(format="%(message)s")  # each graph's report as it is optimized, before Inductor
     logging.getLogger("eqsat").setLevel(logging.INFO)
     print("| pieces | mode | FX nodes per graph | e-nodes | " + " | ".join(f"{p} s" for p in PHASES)
-          + " | optimizer s | compile+run s | loop nests | stop |")
-    print("|---" * (len(PHASES) + 8) + "|")
+          + " | optimizer s | compile+run s | loop nests | launches | stop |")
+    print("|---" * (len(PHASES) + 9) + "|")
     options = {"seconds": args.seconds} if args.seconds else {}
     for pieces in args.pieces:
-        r = through_dynamo(pieces, args.train, options)
+        r = through_dynamo(pieces, args.train, options, device=args.device)
         phases = " | ".join(f"{r['phases'].get(p, 0):.2f}" for p in PHASES)
         print(f"| {pieces} | {'train' if args.train else 'inference'} | {r['graphs']} | {r['egraph']} | {phases} | "
-              f"{r['optimizer']:.2f} | {r['total']:.1f} | {r['kernels']} | {'; '.join(r['stop'])} |", flush=True)
+              f"{r['optimizer']:.2f} | {r['total']:.1f} | {r['kernels']} | {r['launches'] or '-'} | "
+              f"{'; '.join(r['stop'])} |", flush=True)
 
 
 def _record_fake(gm, inputs) -> None:
@@ -139,7 +143,11 @@ def main(argv=None) -> None:
                     help="the optimizer's budget (default: 30 s; with --dynamo the backend's default)")
     ap.add_argument("--dynamo", action="store_true", help="issue 30's two-stage model through torch.compile")
     ap.add_argument("--train", action="store_true", help="with --dynamo: a training step (forward and backward)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="with --dynamo: where the model runs (cuda also counts the step's kernel launches)")
     args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no GPU here")
     if args.dynamo:
         return dynamo_main(args)
     args.seconds = args.seconds or 30.0

@@ -5,7 +5,7 @@ import operator
 import torch
 
 from bench.scripts.pipeline_scale import TwoStage
-from fx_bridge import pipeline
+from fx_bridge import clusters, pipeline
 from fx_bridge.pipeline import optimize
 from fx_bridge.regions import inline, windows
 from torch.fx.passes.split_module import split_module
@@ -32,6 +32,7 @@ def test_windows_keep_a_tuple_with_its_reader_and_inline_gives_the_graph_back():
 def test_a_graph_past_the_region_size_improves_region_by_region(monkeypatch):
     gm, inputs = _dynamo_graph(32)
     monkeypatch.setattr(pipeline, "REGION_NODES", 50)
+    monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)  # no split is a cluster: windows of the order
     new_gm, report = optimize(gm, inputs, {"seconds": 120.0})
     assert "optimized as 2 regions of at most 50 nodes each, 2 changed" in report.notes, report.notes
     assert report.changed and report.cost_after < report.cost_before, report.summary()

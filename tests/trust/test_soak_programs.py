@@ -3,6 +3,7 @@ to inputs and their views, grad-mode regions; and its checks catch each of those
 (a backend made to give them is flagged, by kind), while eqsat passes them.
 """
 import collections
+import json
 import random
 
 import pytest
@@ -189,6 +190,106 @@ def test_a_view_made_under_no_grad_keeps_requires_grad():
     assert result["changed"], result
 
 
+def _linear_read_only_under_no_grad(x, w1, w2, w3):
+    a = torch.nn.functional.linear(x, w1)     # its only path to an output is cut by the region
+    b = torch.nn.functional.linear(x, w2)
+    c = torch.nn.functional.linear(x, w3)
+    m = a.mean(0, keepdim=True)
+    with torch.no_grad():
+        s = torch.cat(torch.split(m, 2, 1), 1)
+    return b.sigmoid(), c.tanh(), s
+
+
+def test_a_weight_whose_gradient_no_grad_cuts_keeps_grad_none():
+    """Soak seeds 2002447, 2001807: the three linears of ``x`` were fused into one on the concatenated
+    weights, whose gradient reaches ``w1`` too (zeros; eager leaves ``w1.grad`` None). Values passing
+    no gradient to an output are grouped apart from those that do (``Lowered.grad_dead``)."""
+    ws = [torch.randn(8, 6) for _ in range(3)]
+    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]))
+    assert result["problems"] == [], result["problems"]
+    assert result["changed"], result
+
+
+def test_only_linears_passing_gradient_are_fused_together():
+    from fx_bridge.horizontal import find_groups
+    from fx_bridge.lower import lower
+    from tests.captured import dynamo_graph
+
+    gm, ex = dynamo_graph(_linear_read_only_under_no_grad,
+                          *(torch.randn(s, requires_grad=True) for s in [(4, 6), (8, 6), (8, 6), (8, 6)]))
+    low = lower(gm, ex)
+    (members,) = [m for rule, _, m in find_groups(low) if rule == "batch_linear_lhs"]
+    weights = {low.node_of_let[low.originals[m].args[1].let].name for m in members}
+    assert weights == {"l_w2_", "l_w3_"}, weights
+
+
+# -- values in half precision: a rounding fewer than eager is no mismatch --------------------------------
+def _square_of_a_copy(x, w):
+    c = x * 3
+    s = torch.stack(c.unbind(0), 0)         # a copy: a rounding point in Inductor (a buffer), none in eager
+    return torch.nn.functional.linear(torch.cat([s * s, c], 0), w)
+
+
+def _fused(x, w):
+    """What Inductor computes for ``_square_of_a_copy`` once the stack of the unbind is rewritten away
+    (soak seed 1001189): the square fuses with ``x * 3``, kept in float32, a bf16 rounding fewer."""
+    c = x.float() * 3
+    return torch.nn.functional.linear(torch.cat([(c * c).bfloat16(), c.bfloat16()], 0), w)
+
+
+def _half_precision_case():
+    torch.manual_seed(1)  # an input where the linear's cancellation takes the rounding past assert_close's rtol
+    return soak.Case(0, "infer", _square_of_a_copy, [torch.randn(6, 8, dtype=torch.bfloat16),
+                                                      torch.randn(1, 8, dtype=torch.bfloat16)])
+
+
+def test_a_rounding_fewer_than_eager_is_no_values_mismatch():
+    """Soak seed 1001189 (--inductor, bf16): 0.25 off eager (one ulp through the cancellation), 0.18 off
+    float64 where eager is 0.21 off; with emulate_precision_casts Inductor gives eager's bits exactly."""
+    case = _half_precision_case()
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(_fused(*case.inputs), _square_of_a_copy(*case.inputs))
+    result = soak.check(case, backend=lambda gm, ex: lambda *xs: (_fused(*xs),))
+    assert result["problems"] == [], result["problems"]
+    assert result["values_as_close_as_eager"] == 1, result
+
+
+def test_values_farther_from_float64_than_eager_are_a_mismatch():
+    def pieces_swapped(x, w):  # a wrong answer the rounding's slack must not hide
+        c = x.float() * 3
+        return (torch.nn.functional.linear(torch.cat([c.bfloat16(), (c * c).bfloat16()], 0), w),)
+
+    result = soak.check(_half_precision_case(), backend=lambda gm, ex: pieces_swapped)
+    assert [k for k, _ in result["problems"]] == ["values"], result
+
+
+# -- the soak's compile without eqsat keeps Inductor's output layouts too ---------------------------------
+@torch.library.custom_op("eqsat_soak_test::column_major", mutates_args=())
+def _column_major(x: torch.Tensor) -> torch.Tensor:
+    return x.t().contiguous().t()
+
+
+@_column_major.register_fake
+def _(x):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)  # meta strides: row-major
+
+
+def test_meta_strides_that_differ_from_run_time_strides_are_not_charged_to_eqsat():
+    """Soak seed 2000792 (torch 2.11, graph unchanged): Inductor gives an output the strides of its meta
+    value, so the soak's eqsat path does too (``_keep_layouts``); the compile without eqsat did not, and
+    where an op's meta strides are not its run-time strides (2.11's ``aten.zero`` of a transposed view;
+    here a custom op) the difference was charged to eqsat."""
+    result = soak.check(soak.Case(0, "infer", lambda x: torch.ops.eqsat_soak_test.column_major(x), [torch.randn(4, 6)]))
+    assert result["problems"] == [], result["problems"]
+    assert result["without_eqsat_too"] == ["strides"], result
+
+
+def test_strides_eqsat_changes_are_still_charged_to_it(monkeypatch):
+    monkeypatch.setattr(soak, "_backend", lambda reports: _eager_then(_transposed_layout))
+    result = soak.check(soak.Case(0, "infer", lambda x: x * 2, [torch.randn(4, 6)]))
+    assert [k for k, _ in result["problems"]] == ["strides"], result
+
+
 # -- what the soak found: outputs in other layouts (R1's kind) through the post-grad pass -------------
 def _split_cat_of_a_slice_after_a_write(x):
     y = x.clone()
@@ -253,9 +354,18 @@ def test_a_graph_with_nothing_to_choose_is_no_internal_error():
 
 # -- the real compile ---------------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("seed, train", [(68, False), (17, True), (180, False)])
+@pytest.mark.parametrize("seed, train", [(68, False), (17, True), (180, False), (1001189, True)])
 def test_soak_cases_through_inductor(seed, train):
     """``--inductor``: the backend as users get it (inner Inductor, post-grad pass), a C++ compile per graph."""
     result = soak.run_case(seed, train, inductor=True)
     assert result["features"]["layouts"] or result["features"]["inplace"] or result["features"]["grad_region"]
     assert result["problems"] == [], result
+
+
+@pytest.mark.slow  # a spawned worker process and a training compile: ~30 s
+def test_seeds_reruns_the_cases_named(tmp_path):
+    """``--seeds``: the cases a report names, here soak seed 2002447 (training; gradients before the fix)."""
+    summary = tmp_path / "summary.json"
+    assert soak.main(["--seeds", "2002447t", "--workers", "1", "--summary", str(summary)]) == 0
+    totals = json.loads(summary.read_text())
+    assert (totals["cases"], totals["training"], totals["mismatches"]) == (1, 1, 0), totals

@@ -5,6 +5,9 @@ in-place buffer reuse on and once off. Wrong with it on and right with it off: t
 the ``inductor_workarounds`` guard covers it, so the ``batch_layernorm`` guard can go.
 
     python -m bench.scripts.freezing_guard_check --device cuda          # transformers 4.52.4 BART
+
+On this CPU (torch 2.13, transformers 5.17 via PYTHONPATH=/work/tf5, ``--no-prepack --disable
+batch_linear_lhs``): max error 6.05 with in-place reuse, 9.54e-7 without.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import torch
 
 from eqsat.deadline import Allowance
 
-from . import artifacts, cache, torch_compat
+from . import artifacts, cache, inductor_workarounds, torch_compat
 from .fallback import kept_original
 from .options import Options, device_of
 from .post_grad import EqsatPostGradPass
@@ -45,7 +45,9 @@ class EqsatBackend:
             # Measured on an H200 (torch 2.11, bench.scripts.freezing_check): GPU Inductor with freezing
             # miscompiles BART's batched layer norms next to batched linears (max error 0.058; the same
             # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
-            # batched layer norms where Inductor freezes on a GPU: never a wrong answer.
+            # batched layer norms where Inductor freezes on a GPU: never a wrong answer. Probably the
+            # stack-slot reuse that inductor_workarounds now guards (docs/upstream/README.md); goes when
+            # `python -m bench.scripts.freezing_guard_check --device cuda` confirms it on the H200.
             opts = Options.of({**_fields(opts), "disabled": [*opts.disabled, "batch_layernorm"]})
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
         trains = _trains(gm, example_inputs)
@@ -56,26 +58,27 @@ class EqsatBackend:
             lambda: optimize_or_keep(gm, example_inputs, opts, frozen, trains, allowance))
         artifacts.graph_after("pre_grad", new_gm.graph, report)
         self.reports.append(report)
-        compile_fx = self._inner(opts, allowance, inductor)
         if new_gm is gm:
-            return compile_fx(gm, example_inputs)
+            return self._inner(opts, allowance, inductor, gm)(gm, example_inputs)
         try:
-            return compile_fx(new_gm, example_inputs)
+            return self._inner(opts, allowance, inductor, new_gm)(new_gm, example_inputs)
         except Exception as e:  # Inductor rejected our graph: the original must still compile
             log.warning("eqsat: Inductor failed on the optimized graph (%s: %s); compiling the original",
                         type(e).__name__, e)
             report.skipped = f"internal error: inductor failed on optimized graph: {type(e).__name__}"
             report.fallback = "internal error"
-            return compile_fx(gm, example_inputs)
+            return self._inner(opts, allowance, inductor, gm)(gm, example_inputs)
 
-    def _inner(self, opts: Options, allowance: Allowance, inductor: dict) -> Callable:
-        """The compiler our graph goes to, with the user's Inductor config; Inductor runs our
-        post-grad pass unless it is off."""
+    def _inner(self, opts: Options, allowance: Allowance, inductor: dict,
+               gm: torch.fx.GraphModule) -> Callable:
+        """The compiler ``gm`` goes to, with the user's Inductor config and the workarounds ``gm``
+        needs (``inductor_workarounds``); Inductor runs our post-grad pass unless it is off."""
         if opts.inner != "inductor":
             return _eager
         make_pass = (lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports,
                                                     allowance=allowance)) if opts.post_grad else None
-        return torch_compat.compile_fx_with_post_grad_pass(make_pass, inductor)
+        config = inductor_workarounds.config_for(gm, inductor)
+        return torch_compat.compile_fx_with_post_grad_pass(make_pass, config)
 
 
 def _eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:

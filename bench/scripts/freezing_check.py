@@ -11,7 +11,9 @@ program: its code goes to ``--dump`` (the reproducer for upstream).
 On a CPU the calibrated CPU model batches nothing in BART, and freezing packs the linears' weights into
 mkldnn ops our passes do not rewrite; ``--gpu-cost`` prices with the GPU model and ``--no-prepack``
 keeps the linears as ``addmm``, so the batched layer norms and linears a GPU compile chooses go
-through CPU Inductor with freezing (torch 2.13: max error 9.5e-7, as Inductor alone).
+through CPU Inductor with freezing (torch 2.13, transformers 5.17 BART with ``batch_linear_lhs`` off:
+max error 6.05 before issue 28's stack-slot guard, the same as the H200; the cause is
+docs/upstream/inductor_stack_slot_reuse.py).
 """
 from __future__ import annotations
 

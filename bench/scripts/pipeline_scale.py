@@ -74,7 +74,7 @@ def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64) -> d
     optimizer seconds per phase over every graph, graph and e-graph sizes, kernels, stop reasons."""
     from fx_bridge import eqsat_backend, inductor_metrics
 
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     x = torch.randn(rows, pieces, requires_grad=train)
     backend = eqsat_backend(**options)
     inductor_metrics.reset()

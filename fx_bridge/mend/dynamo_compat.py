@@ -1,4 +1,4 @@
-"""The one place that touches private Dynamo APIs (explain, graph-break logs, registry, reset).
+"""The one place that touches private Dynamo APIs (explain, graph-break logs, registry).
 
 Everything else in `fx_bridge.mend` calls these small adapters, so a torch upgrade (2.11-2.14)
 means editing this file only. Each adapter degrades instead of failing: no GB code, no explain count.
@@ -37,11 +37,6 @@ class RawBreak:
 class Capture:
     graphs: int
     breaks: list[RawBreak]
-
-
-def reset() -> None:
-    """Forget compiled code (needed after a function's `__code__` changes)."""
-    torch._dynamo.reset()
 
 
 @functools.cache

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from fx_bridge import torch_compat
+
 _GB_URL = re.compile(r"gb(\d{4})\.html")
 _LOCATION = re.compile(r"Graph break in user code at (.+):(\d+)")
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (\S+)')
@@ -108,20 +110,20 @@ def capture(fn, args=(), kwargs=None) -> tuple[Capture, object]:
         graphs.append(gm)
         return gm.forward
 
-    reset()
+    torch_compat.reset_dynamo()
     with _graph_break_log() as log:
         out = torch.compile(fn, backend=counting_backend)(*args, **kwargs)
-    reset()
+    torch_compat.reset_dynamo()
     return Capture(len(graphs), log.breaks), out
 
 
 def explain_break_count(fn, args=(), kwargs=None) -> int:
     """`torch._dynamo.explain`'s own count (graph_count - 1; -1 on a whole-frame fallback)."""
-    reset()
+    torch_compat.reset_dynamo()
     try:
         return torch._dynamo.explain(fn)(*args, **(kwargs or {})).graph_break_count
     finally:
-        reset()
+        torch_compat.reset_dynamo()
 
 
 @contextlib.contextmanager

@@ -137,7 +137,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     row["source"] = getattr(model, "source", type(model).__name__)  # the library and class (bench.models.zoo)
     keep = settings.get("keep_compiled")
     if not keep:
-        inductor_metrics.cold_compile_reset()
+        torch_compat.reset_dynamo()
     inductor_metrics.reset()
     try:
         with inductor_metrics.inductor_config_patch(base_mode(mode), freezing=settings.get("freezing", False)), \
@@ -153,7 +153,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
                 out = step()
     except Exception as err:  # a failing compile is a result to report, not a harness crash
         if not keep:  # a reset would also drop the modes kept for timing: they would recompile unpatched
-            inductor_metrics.cold_compile_reset()
+            torch_compat.reset_dynamo()
         first_line = (str(err).strip().splitlines() or [""])[0][:300]
         reason = f"{type(err).__name__}: {first_line}"
         return {**row, "status": "error", "reason": reason, "traceback": traceback.format_exc()[-2000:]}, None, None
@@ -222,7 +222,7 @@ def warm_up(modes: list[str], device: str) -> None:
             continue
         with inductor_metrics.inductor_config_patch(base_mode(mode)):
             compile_model(mode, _Tiny()).fn(x)
-    inductor_metrics.cold_compile_reset()
+    torch_compat.reset_dynamo()
 
 
 class _Tiny(torch.nn.Module):

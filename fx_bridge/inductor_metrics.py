@@ -170,8 +170,3 @@ def inductor_config_patch(mode: str, cold: bool = True, freezing: bool = False,
         settings.update(_cold_cache_settings())
     with inductor_config.patch(settings):
         yield
-
-
-def cold_compile_reset() -> None:
-    """Forget every compiled graph so the next call compiles from scratch."""
-    torch._dynamo.reset()

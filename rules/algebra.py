@@ -15,8 +15,9 @@ from eqsat.rule import Rule
 from eqsat.rulelang import INT, IVEC, STR, TENSOR, TLIST, Relation, Var, cons, nil, rule, union, variables
 
 from . import dsl
+from .basic import algebra_rule as _r
 from .dsl import (binary, builder, cat, contiguous, each, gather, insert, ints, ivecs, lead_perm, log_softmax, narrow,
-                  opkey, permute, repeat, reshape, rewrite, softmax, splice, split, squeeze, stack, tensor, tlists,
+                  opkey, permute, repeat, reshape, softmax, splice, split, squeeze, stack, tensor, tlists,
                   unary, unsqueeze)
 
 x, y = tensor("x"), tensor("y")
@@ -24,10 +25,6 @@ f = opkey("f")
 d, a, m, i, e = ints("d a m i e")
 s, t, p = ivecs("s t p")
 as_, bs = tlists("as bs")
-
-
-def _r(name, lhs, rhs, *when, doc=""):
-    return rewrite(name, lhs, rhs, when, family="algebra", doc=doc)
 
 
 # The two slices and how each cuts a tensor: (name, slice of t).

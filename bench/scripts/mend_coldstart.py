@@ -16,6 +16,7 @@ import time
 import torch
 
 from bench.measure import sync
+from fx_bridge import torch_compat
 from fx_bridge.mend import corpus, dynamo_compat, mend, runtime
 
 
@@ -35,7 +36,7 @@ def measure(name: str, device: str, iters: int, mended: bool) -> dict:
             mend_s, graphs, patch = time.perf_counter() - start, report.after.graphs, report.patch
         else:
             graphs = dynamo_compat.capture(model, (), kwargs)[0].graphs
-        dynamo_compat.reset()
+        torch_compat.reset_dynamo()
         with dynamo_compat.cold_compile_caches():
             compiled = runtime.compile(model)
             sync(device)
@@ -54,7 +55,7 @@ def measure(name: str, device: str, iters: int, mended: bool) -> dict:
                 times.append(time.perf_counter() - start)
     if patch is not None:
         patch.undo()
-    dynamo_compat.reset()
+    torch_compat.reset_dynamo()
     return {"graphs": graphs, "cold_s": cold, "steady_ms": 1e3 * statistics.median(times), "mend_s": mend_s}
 
 

@@ -76,7 +76,7 @@ def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64, devi
     launches), stop reasons."""
     from fx_bridge import eqsat_backend, inductor_metrics
 
-    torch._dynamo.reset()
+    torch_compat.reset_dynamo()
     x = torch.randn(rows, pieces, requires_grad=train, device=device)
     backend = eqsat_backend(**options)
     inductor_metrics.reset()

@@ -1,4 +1,4 @@
-"""The one place that touches private Dynamo APIs (explain, graph-break logs, registry, reset).
+"""The one place that touches private Dynamo APIs (explain, graph-break logs, registry).
 
 Everything else in `fx_bridge.mend` calls these small adapters, so a torch upgrade (2.11-2.14)
 means editing this file only. Each adapter degrades instead of failing: no GB code, no explain count.
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+
+from fx_bridge import torch_compat
 
 _GB_URL = re.compile(r"gb(\d{4})\.html")
 _LOCATION = re.compile(r"Graph break in user code at (.+):(\d+)")
@@ -37,11 +39,6 @@ class RawBreak:
 class Capture:
     graphs: int
     breaks: list[RawBreak]
-
-
-def reset() -> None:
-    """Forget compiled code (needed after a function's `__code__` changes)."""
-    torch._dynamo.reset()
 
 
 @functools.cache
@@ -113,20 +110,20 @@ def capture(fn, args=(), kwargs=None) -> tuple[Capture, object]:
         graphs.append(gm)
         return gm.forward
 
-    reset()
+    torch_compat.reset_dynamo()
     with _graph_break_log() as log:
         out = torch.compile(fn, backend=counting_backend)(*args, **kwargs)
-    reset()
+    torch_compat.reset_dynamo()
     return Capture(len(graphs), log.breaks), out
 
 
 def explain_break_count(fn, args=(), kwargs=None) -> int:
     """`torch._dynamo.explain`'s own count (graph_count - 1; -1 on a whole-frame fallback)."""
-    reset()
+    torch_compat.reset_dynamo()
     try:
         return torch._dynamo.explain(fn)(*args, **(kwargs or {})).graph_break_count
     finally:
-        reset()
+        torch_compat.reset_dynamo()
 
 
 @contextlib.contextmanager

@@ -4,11 +4,11 @@ import re
 
 import torch
 
-from fx_bridge import inductor_metrics
+from fx_bridge import inductor_metrics, torch_compat
 
 
 def _compile_cold(f, *inputs) -> str:
-    inductor_metrics.cold_compile_reset()
+    torch_compat.reset_dynamo()
     inductor_metrics.reset()
     with inductor_metrics.inductor_config_patch("inductor"), inductor_metrics.capture_output_code() as codes:
         torch.compile(f, backend="inductor")(*inputs)

@@ -1,12 +1,18 @@
 """The CLI on real files: a PEP 263 coding line, CRLF line endings, no final newline, and a diff
-file that is already there. Each diff is applied with GNU `patch`, as a reviewer would."""
+file that is already there. The diff is applied with GNU `patch`, as a reviewer would.
+
+One project holds every case and the CLI mends it in one run (each run is a Python process that
+imports torch and traces the model: most of these tests' time), refused first over a diff file
+already there; each test checks its case in that run."""
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -59,53 +65,59 @@ def _load(path, name):
     return module
 
 
-def test_latin1_file_with_coding_line_mends_and_stays_latin1(tmp_path):
-    """0xE9 is not UTF-8; 0x85 decodes to U+0085, a line break to `str.splitlines` but not to Python."""
-    text = "# -*- coding: latin-1 -*-\n" + SOURCE.replace("A user's", "Caf\xe9 \x85 cr\xe8me,").replace('"y"', '"y\xe9"')
-    user = tmp_path / "latin.py"
-    _user_files(tmp_path, {"latin": text.encode("latin-1")})
+LATIN1 = "# -*- coding: latin-1 -*-\n" + SOURCE.replace("A user's", "Caf\xe9 \x85 cr\xe8me,").replace('"y"', '"y\xe9"')
+# bare: no final newline, first in the diff, so its last line must not run into the next file's header
+FILES = {"bare": SOURCE.rstrip("\n").encode(), "crlf": SOURCE.replace("\n", "\r\n").encode(), "lf": SOURCE.encode(),
+         "latin": LATIN1.encode("latin-1")}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The user's files mended through the CLI: refused over a review in progress, then with --force;
+    the diff applied with `patch`."""
+    root = tmp_path_factory.mktemp("project")
+    _user_files(root, FILES)
     x = torch.arange(3.0)
-    expected = _load(user, "latin").forward(x)
-    diff = tmp_path / "mend.patch"
-    result = _mend_cli(tmp_path, "--diff", str(diff))
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.splitlines()[-1] == "breaks: 2 -> 0"
+    expected = _load(root / "latin.py", "latin").forward(x)
+    diff = root / "mend.patch"
+    diff.write_text("a review in progress\n")
+    refused = _mend_cli(root, "--diff", str(diff))
+    kept = diff.read_text()
+    forced = _mend_cli(root, "--diff", str(diff), "--force")
+    assert forced.returncode == 0, forced.stderr[-2000:]
     applied = _apply(diff)
     assert applied.returncode == 0, applied.stdout
+    return SimpleNamespace(root=root, diff=diff, refused=refused, kept=kept, forced=forced, x=x, expected=expected)
+
+
+def test_every_break_of_every_file_is_mended(project):
+    before, after = re.fullmatch(r"breaks: (\d+) -> (\d+)", project.forced.stdout.splitlines()[-1]).groups()
+    assert int(before) >= 2 * len(FILES) and int(after) == 0  # each file breaks at its print and its if
+
+
+def test_latin1_file_with_coding_line_mends_and_stays_latin1(project):
+    """0xE9 is not UTF-8; 0x85 decodes to U+0085, a line break to `str.splitlines` but not to Python."""
+    user = project.root / "latin.py"
     mended = user.read_bytes()
     assert mended.startswith(b'# -*- coding: latin-1 -*-\n"""Caf\xe9 \x85 cr\xe8me, module."""\n'
                              b"import fx_bridge.mend.runtime as __mend_rt__\nimport torch\n")
     assert b"__mend_rt__.defer(" in mended and b"y\xe9" in mended
-    assert torch.equal(_load(user, "latin_mended").forward(x), expected)
+    assert torch.equal(_load(user, "latin_mended").forward(project.x), project.expected)
 
 
-def test_diff_keeps_each_files_line_endings_and_applies_byte_for_byte(tmp_path):
-    """A CRLF file and one without a final newline ("bare", first in the diff, so its last line
-    must not run into the next file's header), mended with an LF twin in one run: after `patch`,
+def test_diff_keeps_each_files_line_endings_and_applies_byte_for_byte(project):
+    """A CRLF file and one without a final newline, mended with an LF twin in one run: after `patch`,
     each equals the mended twin in its own line endings."""
-    _user_files(tmp_path, {"bare": SOURCE.rstrip("\n").encode(), "crlf": SOURCE.replace("\n", "\r\n").encode(),
-                           "lf": SOURCE.encode()})
-    diff = tmp_path / "mend.patch"
-    result = _mend_cli(tmp_path, "--diff", str(diff))
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.splitlines()[-1].endswith(" -> 0")
-    applied = _apply(diff)
-    assert applied.returncode == 0, applied.stdout
-    bare, crlf, lf = ((tmp_path / f"{name}.py").read_bytes() for name in ("bare", "crlf", "lf"))
+    bare, crlf, lf = ((project.root / f"{name}.py").read_bytes() for name in ("bare", "crlf", "lf"))
     assert b"__mend_rt__.select(" in lf and lf.endswith(b"\n")
     assert crlf == lf.replace(b"\n", b"\r\n")
     assert bare == lf[:-1]
 
 
-def test_existing_diff_file_is_kept_unless_force(tmp_path):
-    _user_files(tmp_path, {"user": SOURCE.encode()})
-    diff = tmp_path / "mend.patch"
-    diff.write_text("a review in progress\n")
-    refused = _mend_cli(tmp_path, "--diff", str(diff))
-    assert refused.returncode == 2
-    assert f"{diff} exists; pass --force to overwrite it" in refused.stderr
-    assert refused.stdout == ""  # refused before mending, not after minutes of it
-    assert diff.read_text() == "a review in progress\n"
-    forced = _mend_cli(tmp_path, "--diff", str(diff), "--force")
-    assert forced.returncode == 0, forced.stderr[-2000:]
-    assert diff.read_bytes().startswith(f"--- a{tmp_path / 'user.py'}\n".encode())
+def test_existing_diff_file_is_kept_unless_force(project):
+    diff = project.diff
+    assert project.refused.returncode == 2
+    assert f"{diff} exists; pass --force to overwrite it" in project.refused.stderr
+    assert project.refused.stdout == ""  # refused before mending, not after minutes of it
+    assert project.kept == "a review in progress\n"
+    assert diff.read_bytes().startswith(f"--- a{project.root / 'bare.py'}\n".encode())  # --force wrote it

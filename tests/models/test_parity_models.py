@@ -94,7 +94,7 @@ def test_dropouts_run_once_each_and_keep_their_randomness():
 
 def _launches(mode, name):
     model, inputs = REGISTRY[name]("tiny")
-    inductor_metrics.cold_compile_reset()
+    torch_compat.reset_dynamo()
     with inductor_metrics.inductor_config_patch(mode), inductor_metrics.capture_output_code() as codes:
         from bench.modes import compile_model
         compile_model(mode, model.train()).fn(*inputs)
@@ -115,7 +115,7 @@ def _counter(mode, name, phase):
     model, inputs = REGISTRY[name]("small")
     if phase == "train":
         inputs = training_inputs(inputs)
-    inductor_metrics.cold_compile_reset()
+    torch_compat.reset_dynamo()
     inductor_metrics.reset()
     with inductor_metrics.inductor_config_patch(mode):
         make_step(compile_model(mode, model).fn, model, inputs, phase)()

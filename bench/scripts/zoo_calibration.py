@@ -66,8 +66,11 @@ def measure(name: str, gm: torch.fx.GraphModule, inputs: list, dialect: str, opt
                       if report.changed else counted_input)
     modelled = [modelled_launches(g, inputs, options.cost) if describe else ()
                 for g in (gm, chosen if report.changed else None) if g is not None]
-    return Row(name, len(gm.graph.nodes), report.kernels_before, counted_input.total,
-               report.kernels_after if report.changed else report.kernels_before, counted_chosen.total,
+    # a compile that fell back before pricing (its time budget, on a loaded machine) reports no
+    # prediction: the input as written is priced here, never counted as 0 launches
+    before = report.kernels_before or price_input(gm, inputs, options.cost)[0].before.kernels
+    return Row(name, len(gm.graph.nodes), before, counted_input.total,
+               report.kernels_after if report.changed else before, counted_chosen.total,
                report.changed, counted_input.described, counted_chosen.described, *modelled)
 
 

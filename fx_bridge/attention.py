@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-SDPA_NAME = "scaled_dot_product_attention"
-
 
 def cuda_fuses(query: Any, key: Any, value: Any, attn_mask: Any = None, enable_gqa: bool = False) -> bool:
     """Flash or memory-efficient attention takes the call: equal head counts (grouped-query attention

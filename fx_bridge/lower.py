@@ -507,7 +507,7 @@ def _static_scalar(v: Any) -> bool:
 def _decomposed_on_cuda(n: torch.fx.Node) -> bool:
     """An attention call CUDA runs as two ``bmm`` and a softmax, not one fused kernel, by the layouts
     Dynamo recorded (the GPU cost model prices it so; ``attention.cuda_fuses``)."""
-    if target_label(n).rsplit(".", 1)[-1] != attention.SDPA_NAME:
+    if target_label(n).rsplit(".", 1)[-1] != ops.SDPA_NAME:
         return False
     q, k, v, mask = (_arg(n.args, n.kwargs, i, name) for i, name in enumerate(("query", "key", "value", "attn_mask")))
     vals = [torch_compat.node_value(x) if isinstance(x, torch.fx.Node) else x for x in (q, k, v, mask)]

@@ -159,6 +159,7 @@ class _Planner:
                 kind = "source" if frozen else "cat"
             elif node.ctor == "Opaque":
                 kind = opaque_kind(node.args[0][1])
+                kind = "extern" if kind == "attention" and not self.triton else kind
             else:
                 kind = _FUSIBLE.get(cat, "extern")
             self.kind[cls] = kind
@@ -258,6 +259,9 @@ class _Planner:
                 kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k), reads,
                                       fuses=False))
                 continue
+            if k == "attention":
+                kernels.extend(self._decomposed_attention(cls, out_bytes, len(kernels), reads_of, inlined_views))
+                continue
             if k == "extern":
                 if cls in self.addmm.values():
                     continue  # computed by the addmm that reads it
@@ -290,6 +294,34 @@ class _Planner:
                                   cls, out_bytes, space, reads, _lead(view, self._outputs(cls)[0]),
                                   views_of(cls), split=k == "reduction" and splits_reduction(
                                       *space, inner, self.split_sms), inner=inner))
+        return kernels
+
+    def _decomposed_attention(self, cls: str, out_bytes: float, first: int, reads_of, inlined_views) -> list[Kernel]:
+        """Attention as CUDA runs it when no fused kernel takes it (``eqsat.ops.DECOMPOSED_ATTENTION``):
+        q, k and v each copied to the batched layout (q and k scaled; their producers' pointwise ops
+        fuse in), ``bmm`` of q and k, one softmax kernel (the mask's pointwise ops fuse in), ``bmm``
+        of that and v. H200, transformers 5.17's BERT: 3 Triton kernels and 2 calls an attention, 33
+        launches for the model where one fused call (what the model planned) made 24."""
+        view, base = self.view, self.base
+        q, k, v, *mask = self.tensor_inputs(cls)
+        shape_q, shape_k = view.shape.get(q) or (1,), view.shape.get(k) or (1, 1)
+        rows, keys = max(numel(view, q), 1) // max(shape_q[-1], 1), shape_k[-2] if len(shape_k) > 1 else 1
+        score_bytes = float(rows * keys * DTYPE_BYTES.get(view.dtype.get(q, "float32"), 4))
+        kernels: list[Kernel] = []
+
+        def add(kind: str, writes: str, nbytes: float, space: tuple[int, int], reads: dict, **kw) -> str:
+            kernels.append(Kernel(first + len(kernels), kind, writes, nbytes, space, reads, **kw))
+            return writes
+
+        copies = [add("pointwise", f"{tag}:{cls}", class_bytes(view, t) or 0.0, (max(numel(view, t), 1), 1),
+                      reads_of(cls, [t]), lead=_lead(view, t), views=inlined_views.get(base[t], frozenset({t})))
+                  for tag, t in (("q", q), ("k", k), ("v", v))]
+        scores = add("extern", f"scores:{cls}", score_bytes, (0, 0),
+                     {c: kernels[i].out_bytes for i, c in enumerate(copies[:2])})
+        softmax = add("reduction", f"softmax:{cls}", score_bytes, (rows, keys),
+                      {scores: score_bytes, **reads_of(cls, mask)}, views=frozenset({scores}),
+                      split=splits_reduction(rows, keys, True, self.split_sms))
+        add("extern", cls, out_bytes, (0, 0), {softmax: score_bytes, copies[2]: kernels[2].out_bytes})
         return kernels
 
     def _selects_part(self, cls: str) -> bool:

@@ -342,7 +342,13 @@ STRUCTURAL = [
 # same across torch versions (Dynamo records ``torch.embedding`` in one, the functional in another):
 # whole transformers models (zoo, transformers 5.17) price their embeddings, position ids, masks and
 # rotary tables as the kernels Inductor fuses them into.
+# Lowering's mark on a ``scaled_dot_product_attention`` call CUDA cannot run as one fused kernel
+# (``fx_bridge.attention.cuda_fuses``: a mask or head laid out with a last-dim stride other than 1): the
+# GPU model plans it as its math decomposition (``eqsat.fusion``), the C++ one as one extern call.
+SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (fx_bridge.lower)
+DECOMPOSED_ATTENTION = ":decomposed_on_cuda"
 TORCH_IR_KINDS: dict[str, str] = {
+    SDPA_NAME + DECOMPOSED_ATTENTION: "attention",
     **dict.fromkeys(["embedding", "arange", "gather", "where", "diff", "zeros", "ones", "full", "zeros_like",
                      "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "masked_fill", "getitem",
                      "max_pool2d"], "pointwise"),

@@ -37,6 +37,8 @@ from torch._inductor.virtualized import V
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import attention
+
 _CUDA = torch.device("cuda", 0)
 
 # Settings of a probe: no custom pass (ours would recurse), nothing that needs real tensors
@@ -470,9 +472,8 @@ def _fused_attention(sdpa, query, key, value, attn_mask=None, dropout_p=0.0, is_
     """SDPA as a CUDA build runs it on an H200: a CPU-only build has no CUDA kernel choice for fake
     cuda tensors and decomposes it into matmuls and a softmax (5 more launches a layer than the GPU).
     Flash attention for half precision without a mask, memory-efficient attention (a boolean mask
-    made additive first) for the rest; grouped-query or odd head sizes keep the decomposition."""
-    head = query.shape[-1]
-    if enable_gqa and key.shape[-3] != query.shape[-3] or head % 8 or head > 256:
+    made additive first) for the rest, where ``attention.cuda_fuses`` says a fused kernel takes it."""
+    if not attention.cuda_fuses(query, key, value, attn_mask, enable_gqa):
         return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
     if query.dtype in (torch.float16, torch.bfloat16) and attn_mask is None:
         return torch.ops.aten._scaled_dot_product_flash_attention.default(

@@ -23,7 +23,7 @@ from eqsat.deadline import Deadline
 from eqsat.sizes import SizeOverflow
 from eqsat.terms import IVec, KeyTable, Program, Ref, Term, TList, render
 
-from . import torch_compat
+from . import attention, torch_compat
 from .symbolic import SymbolicSizes, SymScalar, UnbackedSize, fake_inputs
 from .targets import INPLACE_OPERATORS, canonical_name, target_label
 
@@ -384,6 +384,9 @@ class _Lowerer:
                 args = (kwargs.pop(first),)
         if n in self.pinned or n in self.input_writes:
             return self.opaque(n, args, kwargs)
+        extremum = ELEMENTWISE_EXTREMA.get(name or target_label(n).rsplit(".", 1)[-1])
+        if extremum and len(args) == 2 and not kwargs and all(isinstance(a, Ref) for a in args):
+            name = extremum
         if name is not None and not self.is_random(n, name):
             handler = handlers().get(name)
             if handler is None and ops.pointwise_arity(name) is not None:
@@ -471,7 +474,7 @@ class _Lowerer:
             out = "scalar"  # data-dependent (``.item()``, ``u0 >= 0``): computed as eager does
         else:
             raise Unsupported(f"{n.name} ({target_label(n)}) returns {type(val).__name__}")
-        label = target_label(n)
+        label = target_label(n) + (ops.DECOMPOSED_ATTENTION if _decomposed_on_cuda(n) else "")
         effectful = (self.is_random(n, canonical_name(n) or "") or out == "none" or n in self.input_writes
                      or torch_compat.aten_is_random(n.target) or label.split(".")[-1] in RANDOM_NAMES)
         unique = effectful or n in self.pinned
@@ -524,6 +527,18 @@ def _unbacked(val: Any) -> bool:
 
 def _static_scalar(v: Any) -> bool:
     return v is None or (isinstance(v, (int, float, bool)) and not torch_compat.is_symbolic(v))
+
+
+def _decomposed_on_cuda(n: torch.fx.Node) -> bool:
+    """An attention call CUDA runs as two ``bmm`` and a softmax, not one fused kernel, by the layouts
+    Dynamo recorded (the GPU cost model prices it so; ``attention.cuda_fuses``)."""
+    if target_label(n).rsplit(".", 1)[-1] != ops.SDPA_NAME:
+        return False
+    q, k, v, mask = (_arg(n.args, n.kwargs, i, name) for i, name in enumerate(("query", "key", "value", "attn_mask")))
+    vals = [torch_compat.node_value(x) if isinstance(x, torch.fx.Node) else x for x in (q, k, v, mask)]
+    if not all(isinstance(t, torch.Tensor) for t in vals[:3]) or not isinstance(vals[3], (torch.Tensor, type(None))):
+        return False
+    return not attention.cuda_fuses(*vals, enable_gqa=bool(n.kwargs.get("enable_gqa", False)))
 
 
 def _arg(args: Sequence, kwargs: dict, pos: int, name: str, default: Any = None) -> Any:
@@ -983,6 +998,11 @@ CONVERTERS: dict[str, Callable] = {
     "cat": _cat, "pad": _pad, "reduce": _reduce, "softmax": _softmax_like, "layer_norm": _layer_norm,
     "matmul": _matmul_like,
 }
+# ``torch.min(a, b)`` / ``a.max(b)`` of two tensors are ``minimum`` / ``maximum`` (pointwise); with a
+# dim or alone they are reductions and stay opaque. T5's relative position buckets take a ``torch.min``
+# of two tensors: opaque, the GPU model planned it as an extern call, and Inductor fuses it into the
+# attention's softmax (zoo T5, H200: two launches a stack the model counted and Inductor did not make).
+ELEMENTWISE_EXTREMA = {"min": "minimum", "max": "maximum"}
 # Torch-IR names that are no op of their own (``eqsat.ops.NON_OP_SPELLINGS``).
 NON_OPS: dict[str, Callable] = {
     "dropout": _identity_unless_random, "positive": _identity_unless_random, "detach": _detach,

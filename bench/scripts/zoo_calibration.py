@@ -24,9 +24,13 @@ import torch
 
 from bench.scripts import train_step
 from bench.models import ZOO
-from eqsat.cost import CostModel
+from eqsat.cost import CostModel, launches
+from eqsat.fusion import Kernel, list_elements, plan_groups
+from eqsat.ops import CTOR_CATEGORY, Category, op_name_of_key
+from eqsat.original import input_program
+from eqsat.serialized import Choice, EGraphView
 from fx_bridge import inductor_metrics, inductor_probe, post_grad, torch_compat
-from fx_bridge.pipeline import Options, optimize
+from fx_bridge.pipeline import Options, optimize, price_input, view_of
 
 SKIP_BY_DEFAULT = frozenset({"wide_recsys"})
 
@@ -42,6 +46,8 @@ class Row:
     changed: bool
     kernels_input: tuple[str, ...] = ()   # Inductor's launches, each with the ops it was made from
     kernels_chosen: tuple[str, ...] = ()
+    modelled_input: tuple[str, ...] = ()  # the GPU model's kernel groups, in the same form
+    modelled_chosen: tuple[str, ...] = ()
 
     @property
     def error(self) -> int:
@@ -50,16 +56,74 @@ class Row:
 
 
 def measure(name: str, gm: torch.fx.GraphModule, inputs: list, dialect: str, options: Options,
-            **optimize_args) -> Row:
-    """One graph: eqsat's choice under ``options``, both programs counted by the probe."""
+            describe: bool = False, **optimize_args) -> Row:
+    """One graph: eqsat's choice under ``options``, both programs counted by the probe; ``describe``:
+    the model's kernel groups of both too (``modelled_launches``)."""
     device = "cuda"  # the GPU model's launches, on the GPU or a fake H200
     chosen, report = optimize(copy.deepcopy(gm), inputs, options, **optimize_args)
     counted_input = inductor_probe.count_launches(gm, inputs, device, dialect)
     counted_chosen = (inductor_probe.count_launches(chosen, inputs, device, dialect)
                       if report.changed else counted_input)
-    return Row(name, len(gm.graph.nodes), report.kernels_before, counted_input.total,
-               report.kernels_after if report.changed else report.kernels_before, counted_chosen.total,
-               report.changed, counted_input.described, counted_chosen.described)
+    modelled = [modelled_launches(g, inputs, options.cost) if describe else ()
+                for g in (gm, chosen if report.changed else None) if g is not None]
+    # a compile that fell back before pricing (its time budget, on a loaded machine) reports no
+    # prediction: the input as written is priced here, never counted as 0 launches
+    before = report.kernels_before or price_input(gm, inputs, options.cost)[0].before.kernels
+    return Row(name, len(gm.graph.nodes), before, counted_input.total,
+               report.kernels_after if report.changed else before, counted_chosen.total,
+               report.changed, counted_input.described, counted_chosen.described, *modelled)
+
+
+def modelled_launches(gm: torch.fx.GraphModule, inputs: list, cost: CostModel) -> tuple[str, ...]:
+    """The kernel groups ``cost`` plans for ``gm`` as written, in the probe's form (``T+E ops``:
+    Triton kernels, extern calls, the ops each group computes, views and inlined producers included),
+    so the model and Inductor can be diffed group by group. A graph eqsat chose is priced as written
+    too: re-lowering it gives the program the report priced."""
+    built, low = price_input(gm, inputs, cost)
+    view = view_of(built.session, low)
+    found = input_program(view, low.originals, low.roots)
+    groups, _ = plan_groups(view, found.choice, found.roots, cost.frozen_params, cost.pointwise_cat_inputs,
+                            cost.outer_loop_fusion, cost.split_sms)
+    written = {k.writes for g in groups for k in g}
+    out = []
+    for g in groups:
+        extern = g[0].kind == "extern"
+        ops = sorted({op for k in g for op in _group_ops(view, found.choice, k, written, low.opaque)})
+        out.append(f"{0 if extern else launches(g)}+{int(extern)} {' '.join(ops)}")
+    return tuple(out)
+
+
+def _group_ops(view: EGraphView, choice: Choice, kernel: Kernel, written: set, opaque: dict) -> set[str]:
+    """The op names of what one kernel computes: its own node and the views and pointwise producers
+    it inlines (up to a buffer another kernel writes, or a graph input); a cat slice copy is a cat, a
+    kernel of a node planned as several (attention's math, a scatter's clone) is named by its part."""
+    if kernel.copy_of is not None:
+        return {"cat"}
+    if kernel.writes not in choice:  # one of the kernels a node is planned as ("q:…", "softmax:…")
+        return {kernel.writes.split(":", 1)[0]}
+    ops, stack, seen = set(), [kernel.writes], set()
+    while stack:
+        cls = stack.pop()
+        if cls in seen or cls not in choice:
+            continue
+        seen.add(cls)
+        node = view.nodes[choice[cls]]
+        if view.sort.get(cls) == "TList":
+            stack.extend(list_elements(view, cls, choice))
+            continue
+        if CTOR_CATEGORY.get(node.ctor) == Category.SOURCE:
+            continue
+        ops.add(_op_label(node, opaque))
+        stack.extend(c for c in node.children if c not in written)
+    return ops
+
+
+def _op_label(node, opaque: dict) -> str:
+    """An e-node's op: an opaque op's Aten/Torch name, a keyed op's key, else its constructor."""
+    first = node.args[0][1] if node.args and node.args[0][0] == "lit" else None
+    if node.ctor == "Opaque" and first in opaque:
+        return opaque[first].label.removeprefix("torch._ops.").removeprefix("aten.")
+    return op_name_of_key(str(first)) if isinstance(first, str) and first else node.ctor.lower()
 
 
 def _options() -> Options:
@@ -68,14 +132,14 @@ def _options() -> Options:
     return Options(cost=CostModel.for_device("cuda"), verify=False)
 
 
-def inference_rows(name: str, device: str) -> list[Row]:
+def inference_rows(name: str, device: str, describe: bool = False) -> list[Row]:
     model, inputs = ZOO[name]("small", device, torch.float32)
     rows: list[Row] = []
     opts = _options()
 
     def backend(gm, example_inputs):
         k = len(rows)
-        rows.append(measure(f"{name}/infer{k or ''}", gm, list(example_inputs), "torch", opts))
+        rows.append(measure(f"{name}/infer{k or ''}", gm, list(example_inputs), "torch", opts, describe))
         return gm.forward
 
     torch_compat.reset_dynamo()
@@ -120,7 +184,7 @@ def run(names: list[str] | None, device: str, train: bool, kernels: bool = False
     for name in names or [n for n in ZOO if n not in SKIP_BY_DEFAULT]:
         t0 = time.perf_counter()
         try:
-            got = (training_rows if train else inference_rows)(name, device)
+            got = training_rows(name, device) if train else inference_rows(name, device, kernels)
         except Exception as e:  # one model that does not build or compile here must not end the run
             print(f"  skip {name}: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
             continue
@@ -133,8 +197,10 @@ def run(names: list[str] | None, device: str, train: bool, kernels: bool = False
                   f"  chosen {r.predicted_chosen:3d}/{r.counted_chosen:3d}{'' if r.changed else ' (the input)'}",
                   flush=True)
             if kernels:
-                for label, launches in (("input", r.kernels_input), ("chosen", r.kernels_chosen if r.changed else ())):
-                    print("\n".join(f"      {label} {k}" for k in launches))
+                programs = [("input", r.kernels_input, r.modelled_input), ("chosen", r.kernels_chosen, r.modelled_chosen)]
+                for label, counted, modelled in programs[:2 if r.changed else 1]:
+                    print("\n".join(f"      {label} {k}" for k in counted))
+                    print("\n".join(f"      model {label} {k}" for k in modelled))
         print(f"  {name}: {time.perf_counter() - t0:.1f} s", flush=True)
     return rows
 

@@ -33,3 +33,26 @@ def test_the_cli_measures_a_training_steps_aten_graphs(capsys):
     out = capsys.readouterr().out
     assert "split_cat_two_stage/fwd" in out and "split_cat_two_stage/bwd" in out
     assert "graphs (" in out.splitlines()[-1]
+
+
+def test_the_models_kernel_groups_are_listed_in_the_probes_form():
+    """``modelled_launches``: one ``T+E ops`` line per planned group, as the probe lists Inductor's, so
+    the two can be diffed group by group; the lines add up to the model's prediction."""
+    import torch
+    from captured import dynamo_graph
+    from eqsat.cost import CostModel
+    from fx_bridge.inductor_probe import count_launches
+    from fx_bridge.pipeline import price_input
+
+    gpu = CostModel.for_device("cuda")
+    gm, ex = dynamo_graph(lambda x, w: torch.relu(torch.bmm(x, w)).sum(-1), torch.randn(4, 8, 16), torch.randn(4, 16, 8))
+    modelled = zoo_calibration.modelled_launches(gm, ex, gpu)
+    counted = count_launches(gm, ex, "cuda", "torch").described
+
+    def totals(lines):
+        pairs = [tuple(map(int, line.split()[0].split("+"))) for line in lines]
+        return sum(t for t, _ in pairs), sum(e for _, e in pairs)
+
+    before = price_input(gm, ex, gpu)[0].before
+    assert totals(modelled) == (before.generated, before.extern) == totals(counted) == (1, 1)
+    assert "0+1 bmm" in modelled and any(line.startswith("1+0 ") and "relu" in line and "sum" in line for line in modelled)

@@ -93,6 +93,23 @@ def test_attention_is_one_fused_call_as_on_an_h200(mask):
     assert (got.generated, got.extern) == ((1, 1) if mask == "bool" else (0, 1))
 
 
+def test_attention_with_a_mask_broadcast_along_its_last_dim_is_matmuls_and_a_softmax():
+    """CUDA's fused attention kernels need a mask whose last dim has stride 1; transformers 5 expands
+    BERT's and BART's padding masks with stride 0 there, and the H200 ran their attention as two
+    ``bmm`` and a softmax (33 launches for the zoo's BERT, the probe said 23 when it fused them)."""
+    q, k, v = (torch.randn(2, 4, 128, 64) for _ in range(3))
+    keep = torch.ones(2, 128, dtype=torch.bool)
+
+    def fn(q, k, v, keep):
+        mask = keep[:, None, :, None].expand(2, 1, 128, 128)  # strides (128, 128, 1, 0)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    got = count_launches(*dynamo_graph(fn, q, k, v, keep), dialect="torch")
+    calls = [d for d in got.described if d.startswith("0+1 ")]
+    assert len(calls) == 2 and all("bmm" in d.split() for d in calls)
+    assert not any("efficient_attention" in d for d in got.described)
+
+
 def test_a_post_grad_body_with_nested_outputs():
     """The pipeline's post-grad pass hands over ``(outputs, [copied values])``; sibling pointwise
     ops over the same range are one kernel."""

@@ -215,6 +215,33 @@ def test_post_grad_outputs_keep_eagers_strides_through_inductor(fn, shapes, rewr
     assert result["changed"] == rewritten, result  # the batched linears with a copy are no cheaper: kept
 
 
+# -- what the soak found: a kept view of a value a rewrite gave another layout --------------------------
+def _view_of_a_cat_of_one(x):
+    return torch.cat([x], 0).view(-1)          # cat_single makes it x, which a view cannot flatten
+
+
+def _reshape_of_a_clone(x):
+    c = x.clone()                              # preserve format: channels_last, like x
+    return c, c.clone().reshape(-1, 6)         # Aten: clone(contiguous) + _unsafe_view, one class with c
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_view_of_a_cat_of_one, lambda: torch.randn(2, 5)[:, 1:3]),
+    (_view_of_a_cat_of_one, lambda: torch.randn(6, 4).t()),
+    (_reshape_of_a_clone, lambda: torch.randn(4, 6, 3, 6).to(memory_format=torch.channels_last)),
+], ids=["sliced", "transposed", "channels_last_clone"])
+@pytest.mark.parametrize("mode", ["infer", "train"])
+def test_a_kept_view_of_a_value_in_another_layout_becomes_a_reshape(fn, make, mode):
+    """Soak seeds 462, 629, 740: a rule true as values dropped the copy that made a view's operand
+    contiguous; raising kept the original ``view`` / ``aten.view`` / ``aten._unsafe_view``, which
+    cannot view the new layout, and both passes kept their graphs as internal errors."""
+    torch.manual_seed(0)
+    result = soak.check(soak.Case(0, mode, fn, [make()]))
+    assert result["problems"] == [], result["problems"]
+    assert not result.get("internal_errors"), result["internal_errors"]
+    assert result["changed"], result
+
+
 def _backward_the_analysis_never_finishes(x):
     c = x.clone()
     c.select(0, 5).mul_(-1)

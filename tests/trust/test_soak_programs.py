@@ -242,6 +242,17 @@ def test_a_kept_view_of_a_value_in_another_layout_becomes_a_reshape(fn, make, mo
     assert result["changed"], result
 
 
+@pytest.mark.slow
+def test_the_reshape_a_kept_view_becomes_compiles_through_inductor():
+    """The same through the real backend: Inductor lowers the post-grad graph's ``aten.reshape``."""
+    torch.manual_seed(0)
+    with torch._inductor.config.patch(fx_graph_cache=False):  # a cache hit would not run the pass
+        result = soak.check(soak.Case(0, "infer", _view_of_a_cat_of_one, [torch.randn(6, 4).t()]), inductor=True)
+    assert result["problems"] == [], result["problems"]
+    assert not result.get("internal_errors"), result["internal_errors"]
+    assert result["changed"], result
+
+
 def _backward_the_analysis_never_finishes(x):
     c = x.clone()
     c.select(0, 5).mul_(-1)

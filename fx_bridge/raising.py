@@ -285,21 +285,52 @@ def raise_graph(low: Lowered, view: EGraphView, choice: Choice, roots: Sequence[
     return gm
 
 
+# Views that need an operand they can view, and the reshape that copies where they cannot. Rules are
+# true as values and may drop the copy that made a view's operand contiguous (``cat([x])`` → ``x`` of a
+# transposed ``x``, ``stack(unbind(x))`` → ``x`` of a channels_last one, a preserve-format clone in one
+# class with a contiguous one): the original view, kept, then reads a layout it cannot view.
+_RESHAPE_OF = {("call_method", "view"): "reshape", ("call_method", "view_as"): "reshape_as",
+               ("call_function", torch.Tensor.view): torch.Tensor.reshape,
+               ("call_function", torch.ops.aten.view.default): torch.ops.aten.reshape.default,
+               ("call_function", torch.ops.aten._unsafe_view.default): torch.ops.aten.reshape.default}
+
+
+def _reshape_unviewable(n: torch.fx.Node) -> bool:
+    """Respell a view that failed as its reshape (not a view to a dtype: that reinterprets bits)."""
+    target = _RESHAPE_OF.get((n.op, n.target))
+    if target is None or any(isinstance(a, torch.dtype) for a in (*n.args[1:], *n.kwargs.values())):
+        return False
+    n.target = target
+    n.meta.pop("example_value", None)  # its recorded value was a view: now a fresh copy
+    return True
+
+
 def refresh_fake_values(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str) -> None:
     """Propagate fake values through ``gm``: every node's ``val`` comes from this one run (the
     aliasing check compares their storages), and nodes we created also get the key their dialect's
-    compiler reads. A symbolic graph is traced over its own symbols, and must need no new guard."""
-    fresh = [n for n in gm.graph.nodes if "example_value" not in n.meta and n.op != "output"]
+    compiler reads. A symbolic graph is traced over its own symbols, and must need no new guard. A
+    view whose operand now has a layout it cannot view becomes a reshape (``_RESHAPE_OF``)."""
     inputs = fake_inputs(gm, example_inputs)
     shape_env = shape_env_of(inputs)
+    respelled: list[torch.fx.Node] = []
+
+    def mend(n: torch.fx.Node) -> bool:
+        if not _reshape_unviewable(n):
+            return False
+        respelled.append(n)
+        return True
+
     try:
         with torch_compat.no_new_guards(shape_env):  # valid for every admitted size, or refused
-            torch_compat.propagate_fake(gm, inputs)
+            torch_compat.propagate_fake(gm, inputs, mend)
     except Exception as e:
         if shape_env is None:
             raise
         raise torch_compat.NewGuard(f"the graph does not trace over symbolic sizes: {type(e).__name__}: "
                                     f"{str(e).splitlines()[0] if str(e) else ''}") from e
-    for n in fresh:
-        for key in _VALUE_KEYS[dialect]:
-            n.meta[key] = n.meta.get("val")
+    for n in gm.graph.nodes:
+        if "example_value" not in n.meta and n.op != "output":
+            for key in _VALUE_KEYS[dialect]:
+                n.meta[key] = n.meta.get("val")
+    if respelled:
+        gm.recompile()

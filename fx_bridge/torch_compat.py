@@ -17,8 +17,10 @@ def node_value(node: torch.fx.Node) -> Any:
     return node.meta.get("val")
 
 
-def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
-    """Fill ``meta['val']`` for every node by running the graph on fake copies of the inputs."""
+def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                   mend: Callable[[torch.fx.Node], bool] | None = None) -> None:
+    """Fill ``meta['val']`` for every node by running the graph on fake copies of the inputs. A node
+    that raises is given to ``mend``, and run again when it says it changed the node."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     own = next((x.fake_mode for x in example_inputs if is_fake(x)), None)  # a symbolic graph's own fakes
@@ -30,7 +32,7 @@ def propagate_fake(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> N
     # composite ops such as baddbmm's expand only take SymInts through it).
     symbolic = own is not None and own.shape_env is not None
     with _python_dispatcher() if symbolic else contextlib.nullcontext():
-        _FakeAttrsProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*fakes)
+        _FakeAttrsProp(gm, mode=fake_mode, mend=mend).propagate_dont_convert_inputs(*fakes)
 
 
 def _python_dispatcher():
@@ -46,8 +48,17 @@ class _FakeAttrsProp(FakeTensorProp):
     ``requires_grad`` (FakeTensorProp records detached copies): lowering reads it to know which
     values a ``no_grad`` region must read cut from autograd."""
 
+    def __init__(self, gm, mode=None, mend: Callable[[torch.fx.Node], bool] | None = None):
+        super().__init__(gm, mode=mode)
+        self.mend = mend
+
     def run_node(self, n):
-        result = super().run_node(n)
+        try:
+            result = super().run_node(n)
+        except Exception:
+            if self.mend is None or not self.mend(n):
+                raise
+            result = super().run_node(n)
         computed: list = []
         recorded: list = []
         torch.fx.node.map_aggregate(result, computed.append)

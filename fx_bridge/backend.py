@@ -41,14 +41,6 @@ class EqsatBackend:
             opts = Options.of({**_fields(self.options), **ours})
         inductor = {**torch_compat.inductor_mode_options(kwargs.get("mode")), **inductor}
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
-        if frozen and device_of(example_inputs) == "cuda" and "batch_layernorm" not in opts.disabled:
-            # Measured on an H200 (torch 2.11, bench.scripts.freezing_check): GPU Inductor with freezing
-            # miscompiles BART's batched layer norms next to batched linears (max error 0.058; the same
-            # graph run eagerly is exact, Inductor alone is exact). Until that is understood, no
-            # batched layer norms where Inductor freezes on a GPU: never a wrong answer. Probably the
-            # stack-slot reuse that inductor_workarounds now guards (docs/upstream/README.md); goes when
-            # `python -m bench.scripts.freezing_guard_check --device cuda` confirms it on the H200.
-            opts = Options.of({**_fields(opts), "disabled": [*opts.disabled, "batch_layernorm"]})
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
         trains = _trains(gm, example_inputs)
         artifacts.graph_before("pre_grad", gm.graph)

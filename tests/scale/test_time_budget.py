@@ -79,14 +79,22 @@ def test_seconds_bounds_a_graph_that_takes_longer_and_the_partial_result_is_corr
 # timed lowering, not the budget.
 @pytest.mark.slow  # timing-dependent: a clean clone's CI run under load overshot by 0.14 s (build 1.3 s)
 @pytest.mark.parametrize("seconds, pieces", [(1.5, 8192)])
-def test_a_budget_too_short_to_build_keeps_the_input(seconds, pieces):
+def test_a_budget_too_short_for_the_whole_graph_stops_in_time_with_a_right_program(seconds, pieces):
+    """Too short to build the whole graph: the compile stops within the budget and keeps either the
+    input or, where split/cat units finished first (``fx_bridge/clusters.py``, anytime), their
+    result, which computes what the input does and costs no more."""
     gm, inputs = split_pointwise_cat(pieces)
+    expected = gm(*inputs)
     t0 = time.perf_counter()
     new_gm, report = optimize(gm, inputs, {"seconds": seconds})
     elapsed = time.perf_counter() - t0
     assert elapsed <= seconds + _slack(seconds), (elapsed, report.phase_seconds)
     assert report.stop_reason.startswith("time budget ("), report.stop_reason
-    assert not report.changed and new_gm is gm
+    if new_gm is gm:
+        assert not report.changed
+    else:
+        torch.testing.assert_close(new_gm(*inputs), expected)
+        assert _price(new_gm, inputs) <= _price(gm, inputs)
 
 
 def test_horizontal_candidates_of_a_wide_split_are_linear_text():

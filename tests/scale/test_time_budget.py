@@ -23,7 +23,9 @@ from fx_bridge.pipeline import build
 # analysis (the first iteration's rewrites, cat_split_all among them, are found right after it and kept
 # even when the clock stops the analysis that follows) and saturation. A share of the whole uncut run
 # (0.85) stopped it nowhere once building got faster: saturation ended before 75 % of that budget.
-REWRITING_SHARE = 0.5
+# Halfway (0.5) left too little margin once the build got faster again (clean-clone CI with two xdist
+# workers: a budget of 1.40 s against an uncut run of 1.37 s); a quarter of the way keeps the premise.
+REWRITING_SHARE = 0.25
 
 
 def _size_reads(monkeypatch) -> list[float]:

@@ -2,7 +2,7 @@
 # The GPU figures the issues ask for, in as few device calls as possible.
 #   bash bench/scripts/h200_session.sh JOB...    (JOB: calibrate | calibrate_train | bench | dynamic | hf | hf_frozen | train | ddp |
 #                                          scale | wide | layout | soak | mend | parity | dump |
-#                                          freezecheck | profile | zoo)
+#                                          freezecheck | profile | zoo | warm | calzoo | scaletrain | retime)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -77,6 +77,20 @@ for l in open(sys.argv[1]):
          cp "/tmp/zoo_$group/results.jsonl" "$out/zoo_$group.jsonl"; cp "/tmp/zoo_$group/report.md" "$out/zoo_$group.md"
          cp "/tmp/zoo_$group/speedup_vs_inductor.png" "$out/zoo_${group}_speedup.png"
          sed -n '/^## Geomean/,/^## Inference (infer)/p' "/tmp/zoo_$group/report.md" >> /tmp/job.txt ;;   # + worse rows
+    # issue 32: a second process compiling the same model (cache hit) against the first and Inductor's warm compile
+    warm) timeout "${T_WARM:-300}" python3 -m bench.scripts.warm_start --device cuda --models ${WARM_MODELS:-recsys_tower} \
+            --warm-runs 2 > /tmp/job.txt 2>&1 ;;
+    # issue 29: the GPU cost model's predicted launches against Inductor's for the zoo's input and chosen programs
+    calzoo) timeout "${T_CALZOO:-400}" python3 -m bench.scripts.calibrate --zoo --device cuda --kernels > /tmp/job.txt 2>&1 ;;
+    # issue 30: the 4,096-piece two-stage model's training step through torch.compile, launches counted
+    scaletrain) timeout "${T_SCALET:-200}" python3 -m bench.scripts.pipeline_scale --dynamo --pieces 4096 --train \
+                  --device cuda > /tmp/job.txt 2>&1 ;;
+    # issue 29: rows a parallel zoo run flagged, timed alone (one process, more rounds)
+    retime) TQDM_DISABLE=1 timeout "${T_RETIME:-300}" python3 -m bench zoo --device cuda --size small --rounds "${ZOO_ROUNDS:-5}" \
+              --modes inductor,eqsat --models "${RETIME_MODELS:-wukong,dlrm}" --settings "${RETIME_SETTINGS:-frozen}" \
+              --out /tmp/retime > /tmp/job.txt 2>&1
+            python3 -m bench report /tmp/retime > /dev/null 2>> /tmp/job.txt
+            cp /tmp/retime/results.jsonl "$out/retime.jsonl"; cat /tmp/retime/report.md >> /tmp/job.txt ;;
     train) timeout "${T_TRAIN:-200}" python3 -m bench.scripts.train_step --device cuda --size small \
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.scripts.ddp_bench --models dlrm recsys_tower \

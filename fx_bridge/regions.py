@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 from torch.fx.passes.split_module import split_module
 
+from .lower import GRAD_DEAD, grad_dead_nodes
 from .report import Report
 
 # FX nodes per window: the 1,024-piece two-stage model (3,846 nodes) optimizes whole to one kernel.
@@ -42,7 +43,14 @@ def optimize_regions(gm: torch.fx.GraphModule, part: dict[torch.fx.Node, int],
                      ) -> tuple[torch.fx.GraphModule, list[Report]]:
     """``gm`` with each window of ``part`` (``windows``) replaced by ``optimize_one(window, its
     example inputs)``; the reports of the windows in order."""
-    top = split_module(gm, None, lambda n: part[n], keep_original_order=True)
+    dead = grad_dead_nodes(gm)  # a window's outputs are not the graph's: its lowering reads these marks
+    for n in dead:
+        n.meta[GRAD_DEAD] = True
+    try:
+        top = split_module(gm, None, lambda n: part[n], keep_original_order=True)
+    finally:
+        for n in dead:
+            del n.meta[GRAD_DEAD]
     reports = []
     for node in top.graph.nodes:
         if node.op != "call_module":
@@ -76,6 +84,8 @@ def inline(top: torch.fx.GraphModule) -> torch.fx.GraphModule:
             env[node] = _get_attr(graph, root, top, node.target, node.target.replace(".", "_"), node)
         else:
             env[node] = graph.node_copy(node, lambda n: _load(env, n))
+    for node in graph.nodes:
+        node.meta.pop(GRAD_DEAD, None)  # the windows' marks (optimize_regions) end with them
     graph.lint()
     return torch.fx.GraphModule(root, graph)
 

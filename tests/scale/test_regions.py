@@ -38,3 +38,24 @@ def test_a_graph_past_the_region_size_improves_region_by_region(monkeypatch):
     assert report.changed and report.cost_after < report.cost_before, report.summary()
     assert not any(n.op == "call_module" for n in new_gm.graph.nodes)
     torch.testing.assert_close(new_gm(*inputs), gm(*inputs))
+
+
+def test_a_window_output_whose_gradient_a_later_windows_no_grad_cuts_stays_grad_dead(monkeypatch):
+    """Soak seeds 2001807, 2002447 with the graph cut into windows of 4 nodes: the three linears of ``x``
+    and ``a.mean`` in the first window, the ``no_grad`` read of it in the next. In its window ``a`` reaches
+    an output (the window's), so the three linears were fused and ``w1.grad`` came back zeros where eager
+    leaves it None; the whole graph's liveness (``lower.grad_dead_nodes``) now marks the window's nodes."""
+    from bench.scripts import soak
+    from tests.trust.test_soak_programs import _linear_read_only_under_no_grad
+
+    monkeypatch.setattr(pipeline, "REGION_NODES", 4)
+    monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)
+    monkeypatch.setenv("EQSAT_CACHE", "0")
+    reports: list = []
+    ws = [torch.randn(8, 6) for _ in range(3)]
+    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]),
+                        backend=soak._backend(reports))
+    assert result["problems"] == [], result["problems"]  # values and gradients, w1.grad None as in eager
+    dynamo = reports[0]
+    assert any(note.startswith("optimized as 3 regions") for note in dynamo.notes), dynamo.notes
+    assert dynamo.rules_fired.get("batch_linear_lhs"), dynamo.summary()  # w2's and w3's still fuse

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .ops import constructors
 from .schema import NAME_CTORS, TERM_SORTS
 from .serialized import EGraphView, ENode
 
@@ -31,14 +32,15 @@ def frozen_view(eg: Any) -> EGraphView:
         return cid
 
     decode = _decoders(eg)
+    terms = constructors()
     for name, fn in functions.items():
         sort = fn.output_sort
         if fn.is_let_binding:
             if sort in TERM_SORTS and fn.rows:
                 view.lets[name] = cls(fn.rows[0].output, sort)
             continue
-        if sort not in TERM_SORTS:
-            continue
+        if sort not in TERM_SORTS or (name not in terms and name not in NAME_CTORS):
+            continue  # a rule's own table of terms (rules/listpat.py's picks) is no e-node
         name_ctor = name in NAME_CTORS
         for k, row in enumerate(fn.rows):
             if row.subsumed:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable
 
+from .ops import constructors
 from .schema import NAME_CTORS, TERM_SORTS
 
 Arg = tuple  # ("class", class_id) for a term child, ("lit", value) for a literal
@@ -121,6 +122,7 @@ def parse(data: dict) -> EGraphView:
                     view.lets[name.strip()] = cid
     analyses = {"shape": view.shape, "dtype": view.dtype}
     literal_of_class = {v["eclass"]: k for k, v in raw.items() if k.startswith("primitive-")}
+    terms = constructors()
     for nid_, node in raw.items():
         op, ecls = node["op"], node["eclass"]
         if ecls in view.sort:
@@ -128,6 +130,8 @@ def parse(data: dict) -> EGraphView:
                 continue
             if op in NAME_CTORS:  # a bound name (Program.let), not a program e-node
                 view.lets[_decode(raw, node["children"][0])] = ecls
+                continue
+            if op not in terms:  # a rule's own table of terms (rules/listpat.py's picks)
                 continue
             args = [("class", raw[c]["eclass"]) if raw[c]["eclass"] in view.sort else ("lit", _decode(raw, c))
                     for c in node["children"]]

@@ -236,10 +236,7 @@ class _Lowerer:
         to one leaves autograd (a ``no_grad`` region's read, a comparison). Eager leaves the ``.grad``
         of leaves reaching only those ``None``; stacked with a value that does pass gradient (a
         horizontal fusion), they would get zeros. A let is dead only if every node bound to it is."""
-        live: set[torch.fx.Node] = set()
-        for n in reversed(nodes):
-            if n in self.grad_carrying and any(u.op == "output" or u in live for u in n.users):
-                live.add(n)
+        live = grad_live(nodes, self.grad_carrying)
 
         def lets(ns) -> set[str]:
             vs = [self.values.get(n) for n in ns]
@@ -504,6 +501,32 @@ def _leaves(x: Any) -> list:
     out: list = []
     map_aggregate(x, out.append)
     return out
+
+
+# Node meta of a window's node (``fx_bridge.regions``) whose value passes no gradient to the outputs of
+# the whole graph: in the window it may be an output (read by a later window's ``no_grad`` region),
+# which says nothing of its gradient.
+GRAD_DEAD = "eqsat_grad_dead"
+
+
+def grad_live(nodes: list[torch.fx.Node], carrying: set[torch.fx.Node]) -> set[torch.fx.Node]:
+    """The nodes of ``carrying`` with a path to an output through ``carrying`` alone; an output edge of
+    a node marked ``GRAD_DEAD`` is no such path."""
+    live: set[torch.fx.Node] = set()
+    for n in reversed(nodes):
+        if n in carrying and any(u in live or (u.op == "output" and not n.meta.get(GRAD_DEAD)) for u in n.users):
+            live.add(n)
+    return live
+
+
+def grad_dead_nodes(gm: torch.fx.GraphModule) -> set[torch.fx.Node]:
+    """Nodes whose value requires grad yet passes none to the graph's outputs (as ``Lowered.grad_dead``,
+    for a whole graph before it is cut into windows)."""
+    if not torch.is_grad_enabled():
+        return set()
+    nodes = list(gm.graph.nodes)
+    carrying = {n for n in nodes if n.op != "output" and _requires_grad(torch_compat.node_value(n))}
+    return carrying - grad_live(nodes, carrying)
 
 
 def _requires_grad(val: Any) -> bool:

@@ -15,6 +15,8 @@ from typing import Any, Callable
 import torch
 from torch.fx.passes.split_module import split_module
 
+from . import torch_compat
+from .lower import GRAD_DEAD, grad_dead_nodes
 from .report import Report
 
 # FX nodes per window: the 1,024-piece two-stage model (3,846 nodes) optimizes whole to one kernel.
@@ -23,17 +25,26 @@ REGION_NODES = 4096
 
 def windows(gm: torch.fx.GraphModule, size: int) -> dict[torch.fx.Node, int]:
     """Window of every computing node: ``size`` nodes of the topological order each; a ``getitem``
-    stays with the node whose tuple it reads (a tuple never crosses a window) and is not counted."""
+    stays with the node whose tuple it reads (a tuple never crosses a window) and is not counted.
+    A window never ends inside a grad-mode region (``no_grad`` in a graph compiled with grad, …): one
+    ending in it cannot be lowered (it ends in another mode than it starts in), and the next, which
+    ``split_module`` opens with the region's switch, read its inputs as if made in the region; both
+    kept their input, and the first left the mode switched for whatever the next became."""
     part: dict[torch.fx.Node, int] = {}
-    k = 0
+    base, switch = torch.is_grad_enabled(), torch_compat.grad_mode_switch()
+    window, count, inside = 0, 0, False
     for n in gm.graph.nodes:
         if n.op in ("placeholder", "output"):
             continue
         if n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node) and n.args[0] in part:
             part[n] = part[n.args[0]]
             continue
-        part[n] = k // size
-        k += 1
+        if count >= size and not inside:
+            window, count = window + 1, 0
+        part[n] = window
+        count += 1
+        if n.op == "call_function" and n.target is switch:
+            inside = (n.args[0] if n.args else n.kwargs.get("mode")) != base
     return part
 
 
@@ -42,7 +53,14 @@ def optimize_regions(gm: torch.fx.GraphModule, part: dict[torch.fx.Node, int],
                      ) -> tuple[torch.fx.GraphModule, list[Report]]:
     """``gm`` with each window of ``part`` (``windows``) replaced by ``optimize_one(window, its
     example inputs)``; the reports of the windows in order."""
-    top = split_module(gm, None, lambda n: part[n], keep_original_order=True)
+    dead = grad_dead_nodes(gm)  # a window's outputs are not the graph's: its lowering reads these marks
+    for n in dead:
+        n.meta[GRAD_DEAD] = True
+    try:
+        top = split_module(gm, None, lambda n: part[n], keep_original_order=True)
+    finally:
+        for n in dead:
+            del n.meta[GRAD_DEAD]
     reports = []
     for node in top.graph.nodes:
         if node.op != "call_module":
@@ -76,6 +94,8 @@ def inline(top: torch.fx.GraphModule) -> torch.fx.GraphModule:
             env[node] = _get_attr(graph, root, top, node.target, node.target.replace(".", "_"), node)
         else:
             env[node] = graph.node_copy(node, lambda n: _load(env, n))
+    for node in graph.nodes:
+        node.meta.pop(GRAD_DEAD, None)  # the windows' marks (optimize_regions) end with them
     graph.lint()
     return torch.fx.GraphModule(root, graph)
 

@@ -12,6 +12,14 @@ cells, built from the tail up in the analysis, then matched at the head:
   extras…)``; the walk joins only cells with that relation: a shape lookup in the walk's own query
   made each of its one-cell-per-iteration steps scan the shape table (stack_squeezed's walk, 4,096
   pieces: 27 s; walking ``Each_hElem``: linear).
+  An element may match in many ways (one class holds ``a*b`` and ``a'*b'``), and a row per
+  combination of its elements' matches is a product: soak seed 100055's backward graph had 6-element
+  cats whose elements matched ``binary(f, p, q)`` 105 ways each (cat_binary_same's results, sliced
+  back, gave each element new operands), 105**6 rows in one analysis command, each building
+  argument lists that were walked in turn: gigabytes, no end. So the walk takes one match per
+  element, the first found: ``Each_hPick<j>(elem, a_0…a_{j-1}, extras…) = a_j`` (merge ``old``), each
+  column keyed by the ones before it, so the picked arguments are always one match's even after
+  classes merge. A list then has one row per dtypes and extras, and the rows stay linear.
 
 ``h`` hashes the template's egglog text, so two rules with the same template share one relation.
 """
@@ -20,7 +28,8 @@ from __future__ import annotations
 import hashlib
 
 from eqsat import to_egglog
-from eqsat.rulelang import DTYPE, INT, TENSOR, TLIST, TTUPLE, Relation, Var, cons, ctor, nil, rule, variables
+from eqsat.rulelang import (DTYPE, INT, TENSOR, TLIST, TTUPLE, Function, Relation, Var, cons, ctor, nil, rule, set_,
+                            variables)
 
 from .patterns import Each, RuleError, term_vars
 from .query import Query
@@ -86,12 +95,15 @@ def each_relation(pat: Each) -> tuple[Relation, list[Var], list]:
     rel = Relation(name, (TLIST,) * (k + 1) + (DTYPE,) * k + extra_sorts)
     row = Relation(f"{name}Elem", (TENSOR,) * (k + 1) + (DTYPE,) * k + extra_sorts)
     outs = [Var(f"_o{j}", TLIST) for j in range(k)]
+    picks = [Function(f"{name}Pick{j}", (TENSOR,) * (j + 1) + extra_sorts, TENSOR) for j in range(k)]
+    picked = [a == p(h, *params[:j], *cols) for j, (p, a) in enumerate(zip(picks, params))]
     decls = [
-        rel, row,
-        rule(h == elem, *facts).then(row(h, *params, *dtypes, *cols)),
-        rule(l == cons(h, nil()), row(h, *params, *dtypes, *cols))
+        rel, row, *picks,
+        rule(h == elem, *facts).then(row(h, *params, *dtypes, *cols),
+                                     *(set_(p(h, *params[:j], *cols), a) for j, (p, a) in enumerate(zip(picks, params)))),
+        rule(l == cons(h, nil()), *picked, row(h, *params, *dtypes, *cols))
         .then(rel(l, *(cons(a, nil()) for a in params), *dtypes, *cols)),
-        rule(l == cons(h, r), row(h, *params, *dtypes, *cols), rel(r, *outs, *dtypes, *cols))
+        rule(l == cons(h, r), *picked, row(h, *params, *dtypes, *cols), rel(r, *outs, *dtypes, *cols))
         .then(rel(l, *(cons(a, o) for a, o in zip(params, outs)), *dtypes, *cols)),
     ]
     return rel, extras, decls

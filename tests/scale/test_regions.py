@@ -38,3 +38,49 @@ def test_a_graph_past_the_region_size_improves_region_by_region(monkeypatch):
     assert report.changed and report.cost_after < report.cost_before, report.summary()
     assert not any(n.op == "call_module" for n in new_gm.graph.nodes)
     torch.testing.assert_close(new_gm(*inputs), gm(*inputs))
+
+
+def test_a_window_output_whose_gradient_a_later_windows_no_grad_cuts_stays_grad_dead(monkeypatch):
+    """Soak seeds 2001807, 2002447 with the graph cut into windows of 4 nodes: the three linears of ``x``
+    and ``a.mean`` in the first window, the ``no_grad`` read of it in the next. In its window ``a`` reaches
+    an output (the window's), so the three linears were fused and ``w1.grad`` came back zeros where eager
+    leaves it None; the whole graph's liveness (``lower.grad_dead_nodes``) now marks the window's nodes."""
+    from bench.scripts import soak
+    from tests.trust.test_soak_programs import _linear_read_only_under_no_grad
+
+    monkeypatch.setattr(pipeline, "REGION_NODES", 4)
+    monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)
+    monkeypatch.setenv("EQSAT_CACHE", "0")
+    reports: list = []
+    ws = [torch.randn(8, 6) for _ in range(3)]
+    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]),
+                        backend=soak._backend(reports))
+    assert result["problems"] == [], result["problems"]  # values and gradients, w1.grad None as in eager
+    dynamo = reports[0]
+    assert any(note.startswith("optimized as 3 regions") for note in dynamo.notes), dynamo.notes
+    assert dynamo.rules_fired.get("batch_linear_lhs"), dynamo.summary()  # w2's and w3's still fuse
+
+
+def test_no_window_ends_inside_a_no_grad_region(monkeypatch):
+    """Windows of 5 nodes cut the same program inside its ``no_grad`` region: the first window ended
+    in it (lowering refuses a graph ending in another grad mode) and the next, opened by
+    ``split_module`` with the region's switch, read its inputs as if made in the region (raised
+    again as duplicate placeholders: a SyntaxError). Both kept their input; a window now closes only
+    outside a region (the first runs to the region's end), and no window keeps its input."""
+    from bench.scripts import soak
+    from tests.trust.test_soak_programs import _linear_read_only_under_no_grad
+
+    monkeypatch.setattr(pipeline, "REGION_NODES", 5)
+    monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)
+    monkeypatch.setenv("EQSAT_CACHE", "0")
+    gm, _ = _dynamo_graph(16)  # no grad switch: the windows are as before, 5 counted nodes each
+    assert max(windows(gm, 5).values()) == (sum(n.op not in ("placeholder", "output") and n.target is not operator.getitem
+                                                 for n in gm.graph.nodes) - 1) // 5
+    reports: list = []
+    ws = [torch.randn(8, 6) for _ in range(3)]
+    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]),
+                        backend=soak._backend(reports))
+    assert result["problems"] == [], result["problems"]
+    notes = reports[0].notes
+    assert not [n for n in notes if n.startswith("region kept its input")], notes
+    assert "optimized as 2 regions of at most 5 nodes each, 1 changed" in notes, notes  # the region in the first

@@ -134,8 +134,8 @@ def test_zoo_compile_overhead_table_with_inductor_deciding(tmp_path, monkeypatch
     assert eqsat["verify_s"] > 0 and eqsat["candidates_measured"] >= 2 and eqsat["winners"], eqsat
     section = (tmp_path / "report.md").read_text().split("## Compile time: eqsat beside Inductor alone")[1]
     row = _cells(section, "| ten_unequal_linears | infer | eqsat |")
-    assert row[7] == str(eqsat["candidates_measured"]) and row[8] == ", ".join(eqsat["winners"])
-    assert float(row[6]) == pytest.approx(100 * eqsat["verify_s"] / next(
+    assert row[8] == str(eqsat["candidates_measured"]) and row[9] == ", ".join(eqsat["winners"])
+    assert float(row[7]) == pytest.approx(100 * eqsat["verify_s"] / next(
         r for r in rows if r["mode"] == "inductor")["compile_s"], abs=0.5)
     assert "Median over the rows that measured" in section
 

@@ -262,6 +262,12 @@ def _merge(report: Report, regions: list[Report]) -> None:
         report.kernels_after += r.kernels_after
         report.alias_copies += r.alias_copies
         report.notes.extend(r.notes)
+    measured = [r for r in regions if r.inductor_launches]  # each region or unit was decided on its own
+    before = len(report.inductor_winner.split(", ")) if report.inductor_winner else 0
+    for k, r in enumerate(measured, before):
+        prefix = f"{k}/" if len(measured) + before > 1 else ""
+        report.inductor_launches.update({prefix + name: v for name, v in r.inductor_launches.items()})
+    report.inductor_winner = ", ".join(w for w in (report.inductor_winner, *(r.inductor_winner for r in measured)) if w)
 
 
 def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:

@@ -154,3 +154,21 @@ def test_zoo_llama_of_current_transformers_compiles_a_program_between():
     counted = report.inductor_launches
     assert report.inductor_winner not in ("input", "optimized"), report.summary()
     assert counted["optimized"] > counted["input"] > counted[report.inductor_winner], counted
+
+
+def test_units_decided_on_their_own_are_all_in_the_graphs_report(monkeypatch):
+    """A graph cut into split/cat units (here: any graph over 30 nodes): Inductor decides each unit,
+    and the graph's report carries every unit's counts and winner."""
+    monkeypatch.setattr(pipeline, "REGION_NODES", 30)
+
+    def two_units(x, y):
+        a = torch.cat([torch.sigmoid(p) * 2 for p in torch.split(x, 1, dim=1)], dim=1)
+        b = torch.cat([torch.tanh(p) + 1 for p in torch.split(y, 1, dim=1)], dim=1)
+        return a @ b.T
+
+    backend = eqsat_backend(cost=GPU, inner="eager", post_grad=False, cache=False, seconds=600, verify=True)
+    x, y = torch.randn(64, 16), torch.randn(64, 16)
+    torch.testing.assert_close(torch.compile(two_units, backend=backend)(x, y), two_units(x, y))
+    report = backend.reports[0]
+    assert report.inductor_launches == {"0/input": 16, "0/optimized": 1, "1/input": 16, "1/optimized": 1}, report.notes
+    assert report.inductor_winner == "optimized, optimized"

@@ -294,7 +294,7 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
     def keep_going(measured: dict) -> bool:
         """Within ``seconds=``; and ours lost to the input (the programs between are what can still
         beat Inductor alone), or measuring is within its share of the compile."""
-        if deadline.out_of_time("verify", per_node):
+        if deadline.left() <= per_node:  # seconds= (not marked as the budget's stop: the program is decided)
             return False
         ours, base = measured.get("optimized"), measured.get(verify.INPUT)
         Launches = inductor_probe.Launches
@@ -310,7 +310,7 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
                                keep_going)
     report.inductor_launches = {name: m if isinstance(m, str) else m.total for name, m in choice.measured.items()}
     report.inductor_launches.update({name: f"same as {other}" for name, other in choice.same_as.items()})
-    report.inductor_launches.update({name: "not measured: the share of compile time for measuring is spent"
+    report.inductor_launches.update({name: "not measured: seconds= or the share of compile time for measuring ran out"
                                      for name in choice.not_measured})
     report.inductor_winner = choice.name
     report.notes.append(f"Inductor decides: {choice.note}")

@@ -172,3 +172,24 @@ def test_units_decided_on_their_own_are_all_in_the_graphs_report(monkeypatch):
     report = backend.reports[0]
     assert report.inductor_launches == {"0/input": 16, "0/optimized": 1, "1/input": 16, "1/optimized": 1}, report.notes
     assert report.inductor_winner == "optimized, optimized"
+
+
+def test_programs_between_stop_when_seconds_run_out(monkeypatch):
+    """Ours lost, so the share does not stop the programs between; the clock, run out after the two
+    programs every decision measures, does."""
+    from eqsat.deadline import Deadline
+
+    spent = []
+    left = Deadline.left
+    monkeypatch.setattr(Deadline, "left", lambda self: 0.0 if spent else left(self))
+
+    def count(gm, *args, **kwargs):
+        spent.append(gm)
+        return inductor_probe.Launches(4 + len(spent), 0, 100)  # the input 5, ours 6
+
+    monkeypatch.setattr(inductor_probe, "count_launches", count)
+    report = _compile_rotary(verify=True)
+    assert len(spent) == 2 and report.inductor_winner == "input", report.inductor_launches
+    assert len(report.inductor_launches) > 2 and all(
+        v.startswith("not measured: seconds=") for k, v in report.inductor_launches.items() if k not in ("input", "optimized"))
+    assert "verify" not in report.stop_reason

@@ -19,7 +19,7 @@ import torch
 
 from eqsat import driver
 from eqsat.budget import Budget
-from eqsat.cost import CostModel
+from eqsat.cost import CostModel, ProgramCost
 from eqsat.deadline import Allowance, Deadline, OutOfTime
 from eqsat.driver import Built, Extracted, Problem
 from eqsat.egraph import Session
@@ -344,8 +344,8 @@ class Alternative:
 
     name: str
     partial: Partial
-    raise_it: Callable[[Partial], tuple[torch.fx.GraphModule, int]]
-    price_it: Callable[[Partial], Any]
+    raise_it: Callable[[Partial], tuple[torch.fx.GraphModule, int]]  # the GraphModule, its alias copies
+    price_it: Callable[[Partial], ProgramCost]
     alias_copies: int = 0
 
     def make(self) -> torch.fx.GraphModule:
@@ -415,8 +415,7 @@ def _raise_checked(gm, low: Lowered, ex: Extracted, choice, example_inputs, alia
 
 
 def _alternatives(gm, low: Lowered, ex: Extracted, inserted: Mapping[str, str], rules: list[Rule], fired: dict,
-                  example_inputs,
-                  aliasing: list, outputs: Outputs, cost: CostModel, most: int) -> list[Alternative]:
+                  example_inputs, aliasing: list, outputs: Outputs, cost: CostModel, most: int) -> list[Alternative]:
     """At most ``most`` programs between the round's input and its result (``eqsat.partial``)."""
     found = partials(ex.view, ex.input.roots, ex.extraction.choice, ex.input.choice, ex.input.nodes_of_class,
                      rules, fired, inserted, most)
@@ -425,7 +424,7 @@ def _alternatives(gm, low: Lowered, ex: Extracted, inserted: Mapping[str, str], 
         new_gm, repair = _raise_checked(gm, low, ex, p.choice, example_inputs, aliasing, outputs)
         return new_gm, repair.copies
 
-    def price_it(p: Partial):
+    def price_it(p: Partial) -> ProgramCost:
         return cost.program_cost(ex.view, p.choice, ex.input.roots)
 
     return [Alternative(p.name, p, raise_it, price_it) for p in found]

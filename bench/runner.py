@@ -112,6 +112,10 @@ def _summarize_reports(reports: list[dict]) -> dict:
         "graphs_changed": sum(1 for r in reports if r.get("changed")),
         "graphs_skipped": sum(1 for r in reports if r.get("skipped")),
         "optimizer_s": total("optimizer_seconds"),
+        "verify_s": sum((r.get("phase_seconds") or {}).get("verify", 0.0) for r in reports),
+        "candidates_measured": sum(isinstance(n, int) for r in reports if r.get("cache") != "hit"  # a hit measured nothing
+                                   for n in (r.get("inductor_launches") or {}).values()),
+        "winners": [r["inductor_winner"] for r in reports if r.get("inductor_winner")],
         "egraph_nodes": total("egraph_nodes"),
         "cost_before": total("cost_before"),
         "cost_after": total("cost_after"),

@@ -1,8 +1,12 @@
 """report.md of ``python -m bench zoo``: what each model was built from, the geomean speed-up over
 Inductor of every setting side by side (with and without CUDA graphs), the rows worse than Inductor,
-then one table per setting (``report.table``)."""
+what eqsat's compile costs beside Inductor's (the measuring of ``fx_bridge.verify`` above all), then
+one table per setting (``report.table``)."""
 
 from __future__ import annotations
+
+import statistics
+from collections import Counter
 
 from bench import report
 from bench.modes import CUDAGRAPHS
@@ -47,7 +51,7 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         lines += ["", f"`{name}` was not run: {why}."]
     if worse:
         lines += ["", "## Rows worse than Inductor", "", *worse]
-    lines += tables + _cudagraph_notes(rows) + report.skipped_graphs(rows)
+    lines += _compile_overhead(rows) + tables + _cudagraph_notes(rows) + report.skipped_graphs(rows)
     return "\n".join(lines) + "\n"
 
 
@@ -91,3 +95,38 @@ def _cudagraph_notes(rows: list[dict]) -> list[str]:
 
 def _counter(row: dict | None, key: str) -> int:
     return ((row or {}).get("counters") or {}).get(key, 0)
+
+
+def _compile_overhead(rows: list[dict]) -> list[str]:
+    """Per model and setting, each eqsat mode's compile beside Inductor alone's: the first call's
+    seconds, the optimizer's own (without the measuring), the measuring (``verify``: Inductor's
+    lowering of each candidate) and its share of Inductor alone's compile (issue 29: at most 50 % on
+    the median model), how many programs were measured and which won, per graph."""
+    lines = []
+    shares = []
+    for setting in dict.fromkeys(r.get("setting") for r in rows):
+        for model, by_mode in report.by_model([r for r in rows if r.get("setting") == setting]).items():
+            for mode, row in by_mode.items():
+                if report.is_baseline(mode) or row.get("status") != "ok":
+                    continue
+                alone = (by_mode.get("inductor" + (CUDAGRAPHS if mode.endswith(CUDAGRAPHS) else "")) or {})
+                verify = row.get("verify_s") or 0.0
+                optimizer = row.get("optimizer_s")
+                share = 100 * verify / alone["compile_s"] if alone.get("compile_s") else None
+                if share is not None and row.get("candidates_measured"):
+                    shares.append(share)
+                winners = ", ".join(f"{w}×{n}" if n > 1 else w for w, n in Counter(row.get("winners") or ()).items())
+                lines.append(f"| {model} | {setting} | {mode} | {report.fmt(alone.get('compile_s'))} "
+                             f"| {report.fmt(row.get('compile_s'))} "
+                             f"| {report.fmt(None if optimizer is None else optimizer - verify)} | {report.fmt(verify)} "
+                             f"| {report.fmt(share, 0)} | {row.get('candidates_measured') or 0} | {winners or '–'} |")
+    if not lines:
+        return []
+    median = (f"Median over the rows that measured: verify is {statistics.median(shares):.0f} % of Inductor "
+              "alone's compile." if shares else "No program was measured (only a compile for a GPU is, by default).")
+    return ["", "## Compile time: eqsat beside Inductor alone", "",
+            "Seconds of the first call (Dynamo, eqsat, Inductor); the optimizer's seconds without the "
+            "measuring; verify: Inductor's lowering of each candidate program (`fx_bridge.verify`); "
+            "measured: programs counted, the input included; won: the candidate compiled, per graph.", "",
+            "| model | setting | mode | Inductor alone s | eqsat s | optimizer s | verify s | verify % of Inductor "
+            "| measured | won |", "|---|---|---|---|---|---|---|---|---|---|", *lines, "", median]

@@ -18,20 +18,30 @@ def rules_used(view: EGraphView, choice: Choice, original: Mapping[str, set[str]
                fired: Mapping[str, int], inserted: Mapping[str, str] = {}) -> dict[str, int]:
     """Rule name → number of rewrites in ``choice`` attributed to it (only rules that fired).
     ``original`` maps each class to the input program's e-nodes in it (one per input term)."""
+    used: Counter = Counter()
+    for names in rules_by_class(view, choice, original, rules, fired, inserted).values():
+        used.update(names)
+    return dict(used)
+
+
+def rules_by_class(view: EGraphView, choice: Choice, original: Mapping[str, set[str]], rules: Iterable[Rule],
+                   fired: Mapping[str, int], inserted: Mapping[str, str] = {}) -> dict[str, list[str]]:
+    """Each rewritten Tensor class of ``choice`` → the rules its rewrite is attributed to (a rule as
+    often as it matches; ``rules_used`` counts them)."""
     heads = {r.name: rewrite_heads(r) for r in rules if fired.get(r.name)}
     by_class = {view.lets[let]: rule for let, rule in inserted.items() if let in view.lets}
-    used: Counter = Counter()
+    out: dict[str, list[str]] = {}
     for cls, node_id in choice.items():
         if view.sort.get(cls) != "Tensor":
             continue
         if cls in by_class and node_id not in original.get(cls, ()):
-            used[by_class[cls]] += 1
+            out[cls] = [by_class[cls]]
             continue
         after = view.nodes[node_id].ctor
         befores = [view.nodes[n].ctor for n in original.get(cls, ()) if n != node_id] or (
             [None] if cls not in original else [])
-        for before in befores:
-            for name, (lhs, rhs) in heads.items():
-                if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs:
-                    used[name] += 1
-    return dict(used)
+        names = [name for before in befores for name, (lhs, rhs) in heads.items()
+                 if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs]
+        if names:
+            out[cls] = names
+    return out

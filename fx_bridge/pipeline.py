@@ -6,22 +6,24 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import resource
 import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
 from eqsat import driver
 from eqsat.budget import Budget
-from eqsat.cost import CostModel
+from eqsat.cost import CostModel, ProgramCost
 from eqsat.deadline import Allowance, Deadline, OutOfTime
 from eqsat.driver import Built, Extracted, Problem
 from eqsat.egraph import Session
+from eqsat.partial import Partial, partials
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
 from eqsat.serialized import EGraphView
@@ -55,6 +57,13 @@ GREEDY_ORDER = ("split_cat", "batch", "algebra")
 # H200 host, a 231-node Dynamo graph 1.6 s, its post-grad graph 0.7 s. Verification is skipped where
 # the budget left cannot pay for both candidates.
 VERIFY_SECONDS_PER_NODE = 0.007
+
+# Beyond the input and the optimizer's program, Inductor measures at most this many programs with
+# some of the rewrites put back (``eqsat.partial``): where ours launches no fewer than the input, all
+# of them (within seconds=); else only while measuring has taken at most this share of the graph's
+# compile so far (optimizer and measuring): each costs one more lowering.
+VERIFY_PARTIALS = 4
+VERIFY_SHARE = 0.5
 
 # Cutting a graph into regions (``split_module``) and inlining them back take about this long per node
 # (this 2-core box: 3.5 s for the 16k nodes of an 8,192-piece split-cat); a budget that cannot pay for
@@ -137,6 +146,7 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
     aliasing = alias_signature(gm, None, outputs.user, outputs.copied_back)  # eager's: every round keeps it
     current_gm, current_low = gm, low
+    alternatives = None  # the programs between input and ours, from the one round of saturate mode
     for fam in families:
         fam_rules = rules if fam is None else [r for r in rules if r.family == fam]
         try:
@@ -147,6 +157,7 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
             break
         current_gm = result.gm
         report.changed |= result.changed
+        alternatives = result.partials if fam is None else None
         if fam is not None and families[-1] != fam and result.changed:
             with _phase(report, "lower"):
                 current_low = lower(current_gm, example_inputs)
@@ -154,7 +165,7 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         return original, report
     if report.changed and _verifies(opts, example_inputs):
         current_gm = _inductor_decides(original, current_gm, example_inputs, current_low.dialect, report, deadline,
-                                       opts.cost.frozen_params)
+                                       opts.cost.frozen_params, alternatives)
         if current_gm is original:
             return original, report
     if opts.validate and current_gm is not original:
@@ -251,6 +262,12 @@ def _merge(report: Report, regions: list[Report]) -> None:
         report.kernels_after += r.kernels_after
         report.alias_copies += r.alias_copies
         report.notes.extend(r.notes)
+    measured = [r for r in regions if r.inductor_launches]  # each region or unit was decided on its own
+    before = len(report.inductor_winner.split(", ")) if report.inductor_winner else 0
+    for k, r in enumerate(measured, before):
+        prefix = f"{k}/" if len(measured) + before > 1 else ""
+        report.inductor_launches.update({prefix + name: v for name, v in r.inductor_launches.items()})
+    report.inductor_winner = ", ".join(w for w in (report.inductor_winner, *(r.inductor_winner for r in measured)) if w)
 
 
 def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:
@@ -261,31 +278,84 @@ def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:
 
 
 def _inductor_decides(original, optimized, example_inputs, dialect: str, report: Report,
-                      deadline: Deadline, frozen: bool = False) -> torch.fx.GraphModule:
-    """Our program, or the input when Inductor's own lowering and scheduler say it launches fewer
-    kernels (``fx_bridge.verify``): the model proposes, Inductor decides (issue 29). With no time
-    left it is not measured, and the note says so."""
-    if deadline.out_of_time("verify", VERIFY_SECONDS_PER_NODE * (len(original.graph.nodes) + len(optimized.graph.nodes))):
+                      deadline: Deadline, frozen: bool = False,
+                      alternatives: Callable[[int], list[Alternative]] | None = None) -> torch.fx.GraphModule:
+    """Our program, the input, or one between them (ours with some rewrites put back,
+    ``alternatives``), whichever Inductor's own lowering and scheduler count the fewest launches for
+    (``fx_bridge.verify``): the model proposes, Inductor decides (issue 29). With no time left
+    nothing is measured, and the note says so; the programs between are measured within ``seconds=``
+    where ours lost, else only while the measuring stays within ``VERIFY_SHARE`` of the compile."""
+    per_node = VERIFY_SECONDS_PER_NODE * len(optimized.graph.nodes)
+    if deadline.out_of_time("verify", per_node + VERIFY_SECONDS_PER_NODE * len(original.graph.nodes)):
         report.notes.append("not measured by Inductor: too little of the time budget is left")
         return optimized
+    before, start = report.optimizer_seconds, time.perf_counter()
+
+    def keep_going(measured: dict) -> bool:
+        """Within ``seconds=``; and ours lost to the input (the programs between are what can still
+        beat Inductor alone), or measuring is within its share of the compile."""
+        if deadline.left() <= per_node:  # seconds= (not marked as the budget's stop: the program is decided)
+            return False
+        ours, base = measured.get("optimized"), measured.get(verify.INPUT)
+        Launches = inductor_probe.Launches
+        lost = not isinstance(ours, Launches) or (isinstance(base, Launches) and ours.key >= base.key)
+        spent = time.perf_counter() - start
+        return lost or spent <= VERIFY_SHARE * (before + spent)
+
     with _phase(report, "verify"):
-        choice = verify.choose([(verify.INPUT, original), ("optimized", optimized)],
-                               lambda g: inductor_probe.count_launches(g, example_inputs, "cuda", dialect, frozen))
+        between = {a.name: a for a in (alternatives(VERIFY_PARTIALS) if alternatives else [])}
+        choice = verify.choose([(verify.INPUT, original), ("optimized", optimized),
+                                *((name, a.make) for name, a in between.items())],
+                               lambda g: inductor_probe.count_launches(g, example_inputs, "cuda", dialect, frozen),
+                               keep_going)
     report.inductor_launches = {name: m if isinstance(m, str) else m.total for name, m in choice.measured.items()}
+    report.inductor_launches.update({name: f"same as {other}" for name, other in choice.same_as.items()})
+    report.inductor_launches.update({name: "not measured: seconds= or the share of compile time for measuring ran out"
+                                     for name in choice.not_measured})
+    report.inductor_winner = choice.name
     report.notes.append(f"Inductor decides: {choice.note}")
     if choice.name == verify.INPUT:
         report.changed, report.rules_used, report.alias_copies = False, {}, 0
         report.cost_after, report.kernels_after = report.cost_before, report.kernels_before
         return original
+    if choice.name in between:
+        chosen = between[choice.name]
+        report.rules_used = dict(chosen.partial.rules_used)
+        report.cost_after, report.kernels_after = chosen.price()
+        report.alias_copies = chosen.alias_copies
     return choice.gm
 
 
 @dataclass
 class Round:
-    """One build → saturate → extract → raise round: the graph it ends with, and whether it changed."""
+    """One build → saturate → extract → raise round: the graph it ends with, whether it changed, and
+    (when it did) the programs between its input and its result (``Alternative``; the argument: how
+    many at most)."""
 
     gm: torch.fx.GraphModule
     changed: bool
+    partials: Callable[[int], list[Alternative]] | None = None
+
+
+@dataclass
+class Alternative:
+    """A program between a round's input and its result (``eqsat.partial``), raised only when
+    ``make`` is called (Inductor may never get to measure it)."""
+
+    name: str
+    partial: Partial
+    raise_it: Callable[[Partial], tuple[torch.fx.GraphModule, int]]  # the GraphModule, its alias copies
+    price_it: Callable[[Partial], ProgramCost]
+    alias_copies: int = 0
+
+    def make(self) -> torch.fx.GraphModule:
+        gm, self.alias_copies = self.raise_it(self.partial)
+        return gm
+
+    def price(self) -> tuple[float, int]:
+        """The cost model's price of the program and its launches (what the report predicts)."""
+        cost = self.price_it(self.partial)
+        return cost.cost, cost.kernels
 
 
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
@@ -306,12 +376,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
         return Round(gm, False)
     with _phase(report, "raise"):
         try:
-            new_gm = raise_program(low, ex, example_inputs)
-            if low.sizes:
-                check_same_output_sizes(gm, new_gm)
-            repair = match_aliasing(aliasing, new_gm, low.dialect, outputs.user, outputs.copied_back)
-            if repair.copies or repair.views:
-                refresh_fake_values(new_gm, example_inputs, low.dialect)
+            new_gm, repair = _raise_checked(gm, low, ex, ex.extraction.choice, example_inputs, aliasing, outputs)
         except (Unsupported, SizeOverflow, UnbackedSize, NotForEverySize, NewGuard) as e:
             report.notes.append(f"kept the input program: {e}")
             report.cost_after, report.kernels_after = before.cost, before.kernels
@@ -330,7 +395,39 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
                 report.cost_after, report.kernels_after = before.cost, before.kernels
                 return Round(gm, False)
             improved = False
-    return Round(new_gm, improved)
+    if not improved:
+        return Round(new_gm, improved)
+    return Round(new_gm, improved, functools.partial(_alternatives, gm, low, ex, built.inserted, rules,
+                                                     dict(report.rules_fired), example_inputs, aliasing, outputs,
+                                                     cost))
+
+
+def _raise_checked(gm, low: Lowered, ex: Extracted, choice, example_inputs, aliasing: list, outputs: Outputs):
+    """The program ``choice`` raised, its output sizes checked against ``gm``'s and its outputs
+    aliasing as eager's (``match_aliasing``): the GraphModule and the repair made."""
+    new_gm = raise_program(low, ex, example_inputs, choice)
+    if low.sizes:
+        check_same_output_sizes(gm, new_gm)
+    repair = match_aliasing(aliasing, new_gm, low.dialect, outputs.user, outputs.copied_back)
+    if repair.copies or repair.views:
+        refresh_fake_values(new_gm, example_inputs, low.dialect)
+    return new_gm, repair
+
+
+def _alternatives(gm, low: Lowered, ex: Extracted, inserted: Mapping[str, str], rules: list[Rule], fired: dict,
+                  example_inputs, aliasing: list, outputs: Outputs, cost: CostModel, most: int) -> list[Alternative]:
+    """At most ``most`` programs between the round's input and its result (``eqsat.partial``)."""
+    found = partials(ex.view, ex.input.roots, ex.extraction.choice, ex.input.choice, ex.input.nodes_of_class,
+                     rules, fired, inserted, most)
+
+    def raise_it(p: Partial) -> tuple[torch.fx.GraphModule, int]:
+        new_gm, repair = _raise_checked(gm, low, ex, p.choice, example_inputs, aliasing, outputs)
+        return new_gm, repair.copies
+
+    def price_it(p: Partial) -> ProgramCost:
+        return cost.program_cost(ex.view, p.choice, ex.input.roots)
+
+    return [Alternative(p.name, p, raise_it, price_it) for p in found]
 
 
 def price_input(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], cost: CostModel) -> tuple[Built, Lowered]:
@@ -384,13 +481,15 @@ def _input_of(low: Lowered) -> Problem:
     return Problem(low.program, low.originals, low.roots, sizes=low.sizes.table if low.sizes else None)
 
 
-def raise_program(low: Lowered, ex: Extracted, example_inputs) -> torch.fx.GraphModule:
-    """The chosen program as a GraphModule; input e-nodes keep their FX node's name and metadata."""
+def raise_program(low: Lowered, ex: Extracted, example_inputs, choice=None) -> torch.fx.GraphModule:
+    """The chosen program (or ``choice``, another program of the same e-graph) as a GraphModule;
+    input e-nodes keep their FX node's name and metadata."""
     fx_of_enode: dict[str, torch.fx.Node] = {}
     for let, enode in ex.input.enode_of_let.items():
         if let in low.node_of_let:
             fx_of_enode.setdefault(enode, low.node_of_let[let])
-    return raise_graph(low, ex.view, ex.extraction.choice, ex.input.roots, example_inputs, fx_of_enode)
+    return raise_graph(low, ex.view, ex.extraction.choice if choice is None else choice, ex.input.roots,
+                       example_inputs, fx_of_enode)
 
 
 def _record(report: Report, built: Built, ex: Extracted, rules: list[Rule]) -> None:

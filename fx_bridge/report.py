@@ -31,7 +31,9 @@ class Report:
                                              # "validation mismatch" or "internal error" ("" when optimized)
     alias_copies: int = 0                    # outputs copied so they alias as in eager (priced in cost_after)
     inductor_launches: dict[str, Any] = field(default_factory=dict)  # verify: Inductor's count per candidate
-    #                                          ("input", "optimized"), or why it could not count
+    #                                          ("input", "optimized", the programs between: "no <family>",
+    #                                          "put back <k>: <rules>"), or why it was not counted
+    inductor_winner: str = ""                # the candidate Inductor's count chose ("" when none was measured)
     notes: list[str] = field(default_factory=list)  # decisions worth knowing (kept input: why)
     cache: str = ""                          # "hit" (from the persistent cache), "miss" (computed, stored)
     #                                          or "off" (fx_bridge.cache); "" when the cache was not asked
@@ -58,7 +60,8 @@ class Report:
         used = ", ".join(sorted(self.rules_used)) or "none"
         phases = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items())
         counted = ", ".join(f"{k} {v}" for k, v in self.inductor_launches.items())
-        measured = f"; Inductor counts {counted}" if counted else ""
+        won = f" → {self.inductor_winner}" if self.inductor_winner else ""
+        measured = f"; Inductor counts {counted}{won}" if counted else ""
         return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
                 f"rules fired: {fired}; used: {used}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
                 f"{self.kernels_before} → {self.kernels_after} ({self.extractor}){measured}; "

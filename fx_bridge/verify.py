@@ -3,9 +3,12 @@
 The cost model proposes and extraction optimizes against it, so it seeks out the model's errors
 (DESIGN.md). Before a GPU compile goes on, each candidate is measured by Inductor's own lowering and
 scheduler (``fx_bridge.inductor_probe.count_launches``) and the fewest launches win, then the fewest
-bytes; a tie keeps the input program, since a rewrite that gains nothing is a risk for nothing.
-The input is always the first candidate, so the graph handed on never launches more than Inductor
-alone would. Pure decision logic: the measuring is passed in.
+bytes; a tie keeps the earlier candidate (the input first), since a rewrite that gains nothing is a
+risk for nothing. The input is always the first candidate, so the graph handed on never launches more
+than Inductor alone would. Candidates after the optimizer's own (programs with some of its rewrites
+put back, ``eqsat.partial``) may be given as functions that make them: they are made and measured
+only while ``keep_going`` says the time spent measuring is still worth it. Pure decision logic:
+the measuring is passed in.
 """
 from __future__ import annotations
 
@@ -21,34 +24,62 @@ INPUT = "input"
 @dataclass(frozen=True)
 class Choice:
     """The program to compile and why. ``measured``: each measured candidate's launches, or the error
-    its measurement raised; ``same_as_input``: candidates not measured because their code is the
-    input's."""
+    its measurement (or making it) raised; ``same_as``: candidates not measured because their code is
+    an earlier candidate's (name → that one); ``not_measured``: candidates left out when
+    ``keep_going`` said stop."""
 
     name: str
     gm: Any
     measured: dict[str, Launches | str] = field(default_factory=dict)
-    same_as_input: tuple[str, ...] = ()
+    same_as: dict[str, str] = field(default_factory=dict)
+    not_measured: tuple[str, ...] = ()
     note: str = ""
 
+    @property
+    def same_as_input(self) -> tuple[str, ...]:
+        return tuple(name for name, other in self.same_as.items() if other == INPUT)
 
-def choose(candidates: Sequence[tuple[str, Any]], measure: Callable[[Any], Launches]) -> Choice:
-    """The candidate with the fewest launches (ties: fewest bytes, then the input program).
+
+def choose(candidates: Sequence[tuple[str, Any]], measure: Callable[[Any], Launches],
+           keep_going: Callable[[dict[str, Launches | str]], bool] = lambda measured: True) -> Choice:
+    """The candidate with the fewest launches (ties: fewest bytes, then the earlier candidate).
 
     ``candidates[0]`` is the input program, named "input"; ``candidates[1]``, when present, is the
-    optimizer's choice, kept if the input cannot be measured (nothing then says it is worse). A
-    candidate whose measurement fails never wins. Candidates whose ``gm.code`` is the input's are not
-    measured; when all are, nothing is."""
+    optimizer's choice, kept if the input cannot be measured (nothing then says it is worse). Later
+    entries may be a GraphModule or a function returning one; ``keep_going()`` is asked before each of
+    them is made (given the measurements so far), and a False leaves it and the rest out. A candidate whose making or measurement fails
+    never wins. A candidate whose ``gm.code`` is an earlier one's is measured once; when every given
+    GraphModule is the input's, nothing is measured and nothing made (the candidates to make lie
+    between the input and the optimizer's program)."""
     if not candidates or candidates[0][0] != INPUT:
         raise ValueError(f"the first candidate must be the input program, named {INPUT!r}")
     if len({name for name, _ in candidates}) < len(candidates):
         raise ValueError("candidate names must be distinct")
     input_gm = candidates[0][1]
-    same = tuple(name for name, gm in candidates[1:] if gm.code == input_gm.code)
-    others = [(name, gm) for name, gm in candidates[1:] if name not in same]
-    if not others:
-        return Choice(INPUT, input_gm, same_as_input=same, note="every candidate is the input program")
+    made = [(name, gm) for name, gm in candidates[1:] if not _maker(gm)]
+    if all(gm.code == input_gm.code for _, gm in made):
+        return Choice(INPUT, input_gm, same_as={name: INPUT for name, _ in made},
+                      note="every candidate is the input program")
     measured: dict[str, Launches | str] = {}
-    for name, gm in ((INPUT, input_gm), *others):
+    same_as: dict[str, str] = {}
+    by_code: dict[str, str] = {}
+    gms: dict[str, Any] = {}
+    left_out: list[str] = []
+    for k, (name, given) in enumerate(candidates):
+        if k >= 2 and not keep_going(measured):
+            left_out = [n for n, _ in candidates[k:]]
+            break
+        try:
+            gm = given() if _maker(given) else given
+        except Exception as e:  # a candidate that cannot be made is only left out
+            measured[name] = f"not made: {type(e).__name__}: {e}"
+            continue
+        if gm is None:
+            continue
+        if gm.code in by_code:
+            same_as[name] = by_code[gm.code]
+            continue
+        by_code[gm.code], gms[name] = name, gm
         try:
             measured[name] = measure(gm)
         except Exception as e:  # the probe is advisory: a failure only disqualifies
@@ -56,14 +87,18 @@ def choose(candidates: Sequence[tuple[str, Any]], measure: Callable[[Any], Launc
     base = measured[INPUT]
     if isinstance(base, str):
         name, gm = candidates[1]
-        return Choice(name, gm, measured, same,
+        return Choice(name, gm, measured, same_as, tuple(left_out),
                       f"kept the optimizer's choice {name!r}: the input program could not be measured ({base})")
-    best_name, best_gm, best = INPUT, input_gm, base
-    for name, gm in others:
-        launches = measured[name]
+    best_name, best = INPUT, base
+    for name, launches in measured.items():
         if not isinstance(launches, str) and launches.key < best.key:
-            best_name, best_gm, best = name, gm, launches
-    return Choice(best_name, best_gm, measured, same, _why(best_name, best, base))
+            best_name, best = name, launches
+    return Choice(best_name, gms[best_name], measured, same_as, tuple(left_out), _why(best_name, best, base))
+
+
+def _maker(candidate: Any) -> bool:
+    """A function that makes the candidate (a GraphModule is callable too, but has code)."""
+    return callable(candidate) and not hasattr(candidate, "code")
 
 
 def _why(name: str, best: Launches, base: Launches) -> str:

@@ -2,7 +2,7 @@
 # The GPU figures the issues ask for, in as few device calls as possible.
 #   bash bench/scripts/h200_session.sh JOB...    (JOB: calibrate | calibrate_train | bench | dynamic | hf | hf_frozen | train | ddp |
 #                                          scale | wide | layout | soak | mend | parity | dump |
-#                                          freezecheck | profile | zoo | warm | calzoo | scaletrain | retime)
+#                                          freezecheck | profile | zoo | warm | calzoo | scaletrain | retime | cands)
 # Run from the repo root on the GPU machine with the cp312 wheels in ${WHEELS:-.whl}/ (egglog 13.2.0 and
 # what it imports at start that the image lacks; add transformers 4.52.4, tokenizers 0.21 and
 # huggingface-hub 0.36 for the transformer blocks, and leave libcst out if the call's 64 MiB is tight).
@@ -95,6 +95,13 @@ for l in open(sys.argv[1]):
              --models dhen wukong interformer dlrm recsys_tower > /tmp/job.txt 2>&1 ;;
     ddp) timeout "${T_DDP:-200}" torchrun --nproc_per_node 2 -m bench.scripts.ddp_bench --models dlrm recsys_tower \
            --size small > /tmp/job.txt 2>&1 ;;
+    # issue 29: what Inductor decided among on the zoo's Dynamo graphs, every program between measured
+    # (--share 1), with the default GPU model and with the one that misprices stacked pointwise ops
+    cands) : > /tmp/job.txt
+           for extra in "" --mispriced; do
+             timeout "${T_CANDS:-300}" python3 -m bench.scripts.verify_candidates --device cuda --share 1 $extra \
+               --models "${CAND_MODELS:-llama,mixtral,t5,bart}" >> /tmp/job.txt 2>&1
+           done ;;
     scale) timeout "${T_SCALE:-120}" python3 -m bench.scripts.pipeline_scale --nodes 1000 5000 > /tmp/job.txt 2>&1 ;;
     # #14: the wide recsys model (256 sparse features at medium, a tower each; thousands of kernels in
     # training): Inductor alone vs eqsat vs Inductor+Optimus, inference and training; rows stream.

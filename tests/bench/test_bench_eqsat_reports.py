@@ -33,8 +33,16 @@ class _InductorWithReports:
 
 
 def test_reports_are_summed_over_graphs():
-    summary = _summarize_reports([_Report(3).to_dict(), _Report(5, skipped="unsupported op").to_dict()])
+    """Inductor's measuring too: its seconds, the programs it counted (not those with the code of one
+    counted, nor those left out) and the winner of each graph it decided."""
+    measured = {**_Report(3).to_dict(), "phase_seconds": {"build": 0.25, "verify": 0.25}, "inductor_winner": "no x",
+                "inductor_launches": {"input": 5, "optimized": 6, "no x": 4, "no y": "same as input",
+                                      "no z": "not measured: seconds= ran out"}}
+    cached = {**measured, "cache": "hit", "phase_seconds": {"cache": 0.01}}  # its counts are the cold run's
+    summary = _summarize_reports([measured, _Report(5, skipped="unsupported op").to_dict()])
+    assert _summarize_reports([cached])["candidates_measured"] == 0
     assert summary == {"graphs_changed": 1, "graphs_skipped": 1, "optimizer_s": 1.0, "egraph_nodes": 8, "cost_before": 20.0, "cost_after": 8.0,
+                       "verify_s": 0.25, "candidates_measured": 3, "winners": ["no x"],
                        "rules_fired": {"cat_of_split": 4}}
 
 

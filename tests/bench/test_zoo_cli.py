@@ -47,6 +47,8 @@ def test_zoo_on_cpu_writes_every_setting_but_cuda_graphs(tmp_path, monkeypatch, 
     assert "| infer | eqsat | 1 |" in text and "| frozen | eqsat | 1 |" in text
     assert "## Inference (infer)" in text and "## Inference with Inductor's freezing" in text
     assert "| ten_unequal_linears | UnequalLinears |" in text
+    assert infer["eqsat"]["verify_s"] == 0 and infer["eqsat"]["candidates_measured"] == 0  # a CPU compile
+    assert "| ten_unequal_linears | infer | eqsat |" in text and "No program was measured" in text
     if importlib.util.find_spec("matplotlib"):
         assert (out / "speedup_vs_inductor.png").exists() and (out / "kernels_frozen.png").exists()
     (out / "report.md").unlink()
@@ -113,3 +115,31 @@ def test_launches_in_graph_partitions_are_counted():
     assert inductor_metrics.launch_counts([code])["total"] == 1  # only what follows `def call(`
     assert inductor_metrics.launch_counts([runner._from_partitions(code)]) == {"generated": 2, "extern": 1,
                                                                                 "total": 3}
+
+
+@pytest.mark.slow
+def test_zoo_compile_overhead_table_with_inductor_deciding(tmp_path, monkeypatch):
+    """The eqsat mode with the GPU model and Inductor deciding on this CPU (a fake H200): the rows
+    carry the measuring's seconds, the programs measured and the winner, and report.md tabulates
+    them beside Inductor alone's compile."""
+    import fx_bridge.backend
+    from eqsat.cost import CostModel
+
+    real = fx_bridge.backend.eqsat_backend
+    monkeypatch.setattr(fx_bridge.backend, "eqsat_backend",
+                        lambda **kw: real(cost=CostModel.for_device("cuda"), verify=True, cache=False, seconds=600, **kw))
+    rows = _zoo(tmp_path, "ten_unequal_linears", "--settings", "infer")
+    eqsat = next(r for r in rows if r["mode"] == "eqsat")
+    assert eqsat["status"] == "ok" and eqsat["max_abs_err"] < 1e-4, eqsat.get("traceback", eqsat)
+    assert eqsat["verify_s"] > 0 and eqsat["candidates_measured"] >= 2 and eqsat["winners"], eqsat
+    section = (tmp_path / "report.md").read_text().split("## Compile time: eqsat beside Inductor alone")[1]
+    row = _cells(section, "| ten_unequal_linears | infer | eqsat |")
+    assert row[8] == str(eqsat["candidates_measured"]) and row[9] == ", ".join(eqsat["winners"])
+    assert float(row[7]) == pytest.approx(100 * eqsat["verify_s"] / next(
+        r for r in rows if r["mode"] == "inductor")["compile_s"], abs=0.5)
+    assert "Median over the rows that measured" in section
+
+
+def _cells(text: str, prefix: str) -> list[str]:
+    line = next(line for line in text.splitlines() if line.startswith(prefix))
+    return [c.strip() for c in line.split("|")[1:-1]]

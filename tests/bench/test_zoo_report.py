@@ -98,3 +98,27 @@ def test_inputs_copied_at_every_replay_beyond_inductor_are_noted():
     notes = zoo_report.render(rows, META).split("## CUDA graphs")[1].strip().splitlines()
     assert notes == ["- vit / inductor_cg: 1 graph(s) without CUDA graphs",
                      "- bart / eqsat_cg: 93 inputs copied at every replay (Inductor alone: 2)"]
+
+
+def test_compile_overhead_table_puts_the_measuring_beside_inductor_alone():
+    """verify % of Inductor alone's compile per row, the median over the rows that measured, and the
+    winners per graph; a mode with CUDA graphs compares with Inductor's with CUDA graphs."""
+    rows = [_row("a", "infer", "inductor", 10, 1.0, compile_s=4.0),
+            _row("a", "infer", "eqsat", 9, 1.0, compile_s=9.0, optimizer_s=3.0, verify_s=1.0,
+                 candidates_measured=4, winners=["no batch_add", "optimized", "optimized"]),
+            _row("b", "infer", "inductor", 10, 1.0, compile_s=10.0),
+            _row("b", "infer", "eqsat", 10, 1.0, compile_s=12.0, optimizer_s=5.0, verify_s=3.0,
+                 candidates_measured=2, winners=["input"]),
+            _row("c", "infer", "inductor", 10, 1.0, compile_s=2.0),
+            _row("c", "infer", "eqsat", 10, 1.0, compile_s=2.5, optimizer_s=0.5, verify_s=0.0, candidates_measured=0),
+            _row("a", "cudagraphs", "inductor_cg", 10, 1.0, compile_s=8.0),
+            _row("a", "cudagraphs", "eqsat_cg", 9, 1.0, compile_s=9.0, optimizer_s=3.0, verify_s=2.0,
+                 candidates_measured=2, winners=["optimized"])]
+    text = zoo_report.render(rows, META)
+    section = text.split("## Compile time: eqsat beside Inductor alone")[1].split("\n## ")[0]
+    cells = {(c[0], c[2]): c[3:] for c in _lines(section, "| a |") + _lines(section, "| b |") + _lines(section, "| c |")}
+    assert cells[("a", "eqsat")] == ["4.00", "9.00", "2.00", "1.00", "25", "4", "no batch_add, optimized×2"]
+    assert cells[("b", "eqsat")] == ["10.00", "12.00", "2.00", "3.00", "30", "2", "input"]
+    assert cells[("c", "eqsat")] == ["2.00", "2.50", "0.50", "0.00", "0", "0", "–"]
+    assert cells[("a", "eqsat_cg")][:5] == ["8.00", "9.00", "1.00", "2.00", "25"]
+    assert "verify is 25 % of Inductor alone's compile" in section  # median of 25, 30, 25: c measured nothing

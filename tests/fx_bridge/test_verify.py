@@ -86,3 +86,51 @@ def test_the_input_must_come_first_and_names_be_distinct():
         choose([("optimized", prog("a")), ("input", prog("b"))], measure_with({}))
     with pytest.raises(ValueError, match="distinct"):
         choose([("input", prog("a")), ("x", prog("b")), ("x", prog("c"))], measure_with({}))
+
+
+def test_candidates_to_make_are_made_and_measured_once_per_code():
+    calls: list[str] = []
+    made: list[str] = []
+
+    def maker(code):
+        def make():
+            made.append(code)
+            return prog(code)
+        return make
+
+    table = {"in": Launches(5, 0, 10), "opt": Launches(6, 0, 10), "part": Launches(3, 0, 10)}
+    c = choose([("input", prog("in")), ("optimized", prog("opt")), ("a", maker("part")), ("b", maker("part")),
+                ("c", maker("opt"))], measure_with(table, calls))
+    assert (c.name, c.gm.code) == ("a", "part")
+    assert calls == ["in", "opt", "part"] and made == ["part", "part", "opt"]
+    assert c.same_as == {"b": "a", "c": "optimized"}
+
+
+def test_keep_going_false_leaves_the_rest_unmade():
+    made: list[str] = []
+    table = {"in": Launches(5, 0, 10), "opt": Launches(4, 0, 10), "part": Launches(1, 0, 10)}
+    seen: list[dict] = []
+
+    def keep_going(measured):
+        seen.append(dict(measured))
+        return False
+
+    c = choose([("input", prog("in")), ("optimized", prog("opt")), ("a", lambda: made.append(1) or prog("part"))],
+               measure_with(table), keep_going)
+    assert c.name == "optimized" and c.not_measured == ("a",) and made == []
+    assert seen == [{"input": table["in"], "optimized": table["opt"]}]  # it decides on what was measured
+
+
+def test_when_ours_is_the_input_nothing_is_made():
+    c = choose([("input", prog("in")), ("optimized", prog("in")), ("a", lambda: pytest.fail("made"))],
+               measure_with({}))
+    assert c.name == "input" and c.same_as_input == ("optimized",)
+
+
+def test_a_candidate_that_cannot_be_made_never_wins():
+    def broken():
+        raise RuntimeError("cycle")
+
+    table = {"in": Launches(5, 0, 10), "opt": Launches(6, 0, 10)}
+    c = choose([("input", prog("in")), ("optimized", prog("opt")), ("a", broken)], measure_with(table))
+    assert c.name == "input" and c.measured["a"] == "not made: RuntimeError: cycle"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .schema import NAME_CTORS, TERM_SORTS
+from .schema import ID_CTORS, NAME_CTORS, TERM_SORTS
 from .serialized import EGraphView, ENode
 
 
@@ -37,7 +37,7 @@ def frozen_view(eg: Any) -> EGraphView:
             if sort in TERM_SORTS and fn.rows:
                 view.lets[name] = cls(fn.rows[0].output, sort)
             continue
-        if sort not in TERM_SORTS:
+        if sort not in TERM_SORTS or name in ID_CTORS:  # a loading number, not a program e-node
             continue
         name_ctor = name in NAME_CTORS
         for k, row in enumerate(fn.rows):

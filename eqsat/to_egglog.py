@@ -57,7 +57,9 @@ def fact(f) -> str:
 
 
 def action(a) -> str:
-    """An action: a union, a table update, or a relation row / term to add."""
+    """An action: a union, a table update, a row to delete, or a relation row / term to add."""
+    if isinstance(a, rl.Delete):
+        return f"(delete {term(a.row)})"
     if isinstance(a, rl.Union):
         return f"(union {term(a.a)} {term(a.b)})"
     if isinstance(a, rl.Set):
@@ -88,6 +90,12 @@ def _clause_body(c: rl.Clause) -> str:
     """A clause's text without its tags and closing parenthesis; a clause is compiled once (every
     session loads the same rules; clauses hash by identity and the cache keeps them alive)."""
     return f"(rule ({' '.join(fact(f) for f in c.facts)}) ({' '.join(action(a) for a in c.actions)})"
+
+
+def input_rows(table: str, path: str) -> str:
+    """``(input table "path")``: a tab-separated file of primitive values, a row per line, added to
+    ``table`` (egglog parses each field by the column's sort; strings are read raw and trimmed)."""
+    return f"(input {_symbol(table)} {json.dumps(path)})"
 
 
 def ruleset(name: str) -> str:

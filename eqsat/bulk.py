@@ -120,31 +120,30 @@ class LoadError(ValueError):
     sort): raised before anything reaches the e-graph."""
 
 
-@dataclass
 class Batch:
-    """One program as rows, ready for ``input``: ``rows`` by relation, ``commands`` (typed actions)
-    for the strings and vectors ``input`` cannot carry. ``bound``: names bound by earlier loads
-    (their first binding stands, as a name function's ``:merge old`` keeps it); ``next_id``: the
-    session's next free term number."""
+    """One program as rows, ready for ``input``: ``rows`` (tab-separated lines) by relation,
+    ``commands`` (typed actions) for the strings and vectors ``input`` cannot carry. ``bound``: names
+    bound by earlier loads (their first binding stands, as a name function's ``:merge old`` keeps
+    it); ``next_id``: the session's next free term number. Identical terms are not merged here:
+    egglog's hash-consing does it (hashing a term in Python costs more than its row)."""
 
-    bound: set[str]
-    next_id: int
-    tables: Tables = field(default_factory=lambda: tables(ops.version()))
-    ctors: dict = field(default_factory=ops.constructors)
-    rows: dict[str, list[tuple]] = field(default_factory=dict)
-    commands: list = field(default_factory=list)
-    strings: dict[str, int] = field(default_factory=dict)
-    vectors: dict[tuple, int] = field(default_factory=dict)
-    terms: dict[Any, tuple[int, str]] = field(default_factory=dict)  # term / list → (id, sort)
-    names: dict[str, tuple[int, str]] = field(default_factory=dict)  # name bound here → (id, sort)
-    refs: dict[tuple[str, str], int] = field(default_factory=dict)   # earlier name → id
+    def __init__(self, bound: set[str], next_id: int):
+        self.bound, self.next_id = bound, next_id
+        self.tables = tables(ops.version())
+        self.ctors = {c: (args, sort, self.tables.ctor[c].name) for c, (args, sort) in ops.constructors().items()}
+        self.rows: dict[str, list[str]] = {}
+        self.commands: list = []
+        self.strings: dict[str, int] = {}
+        self.vectors: dict[tuple, int] = {}
+        self.names: dict[str, tuple[int, str]] = {}  # name bound here → (id, sort)
+        self.refs: dict[tuple[str, str], int] = {}   # name bound before → id
 
     def add(self, program: Program, check: Callable[[], None] | None = None, every: int = 4096) -> None:
         """The rows of ``program``'s statements; ``check()`` runs every ``every`` statements."""
-        sts = program.statements
+        sts, sorts, fact = program.statements, program.sorts, self.tables.fact
         for st in sts:  # a name is bound by its first let (refs before it included)
             if st[0] == "let" and st[1] not in self.bound and st[1] not in self.names:
-                self.names[st[1]] = (self._new(), sort_of(st[2], program.sorts))
+                self.names[st[1]] = (self._new(), sort_of(st[2], sorts))
         first: set[str] = set()
         for k, st in enumerate(sts):
             if check is not None and k % every == 0:
@@ -155,31 +154,31 @@ class Batch:
                 if name in self.names and name not in first:
                     first.add(name)
                     i, sort = self.names[name]
-                    self._term(st[2], program.sorts, into=(i, sort))
-                    self._row(self.tables.name[NAME_OF_SORT[sort]], self._str(name), i)
+                    self._term(st[2], sorts, into=(i, sort))
+                    self._row(self.tables.name[NAME_OF_SORT[sort]].name, self._str(name), i)
                 else:  # a name bound before keeps its term; this one is added unnamed
-                    self._term(st[2], program.sorts)
+                    self._term(st[2], sorts)
             elif kind == "same":
-                self._row(self.tables.fact["same"], self._tensor(st[1], program), self._tensor(st[2], program))
+                self._row(fact["same"].name, self._tensor(st[1], sorts), self._tensor(st[2], sorts))
             elif kind == "param":
-                self._row(self.tables.fact["param"], self._tensor(st[1], program))
+                self._row(fact["param"].name, self._tensor(st[1], sorts))
             elif kind == "shape":
-                self._row(self.tables.fact["shape"], self._tensor(st[1], program), self._vec(st[2]))
+                self._row(fact["shape"].name, self._tensor(st[1], sorts), self._vec(st[2]))
             elif kind == "dtype":
-                self._row(self.tables.fact["dtype"], self._tensor(st[1], program), self._str(st[2]))
+                self._row(fact["dtype"].name, self._tensor(st[1], sorts), self._str(st[2]))
             elif kind == "keeps":
-                self._row(self.tables.fact["keeps"], self._str(st[1]))
+                self._row(fact["keeps"].name, self._str(st[1]))
             else:
                 raise LoadError(f"unknown statement {kind!r}")
         self.bound.update(self.names)
 
     def files(self, folder: str) -> list[tuple[str, str]]:
-        """Write each relation's rows to ``folder``; (relation, path) to ``input``, values first."""
+        """Write each relation's rows to ``folder``: (relation, path) to ``input``."""
         out = []
-        for rel, rows in self.rows.items():
+        for rel, lines in self.rows.items():
             path = os.path.join(folder, f"{rel}.tsv")
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write("".join("\t".join(map(str, r)) + "\n" for r in rows))
+                fh.write("\n".join(lines) + "\n")
             out.append((rel, path))
         return out
 
@@ -188,14 +187,18 @@ class Batch:
         self.next_id += 1
         return self.next_id
 
-    def _row(self, rel: rl.Relation | str, *values) -> None:
-        self.rows.setdefault(rel if isinstance(rel, str) else rel.name, []).append(values)
+    def _row(self, rel: str, *values) -> None:
+        line = "\t".join(map(str, values))
+        try:
+            self.rows[rel].append(line)
+        except KeyError:
+            self.rows[rel] = [line]
 
     def _str(self, s: Any) -> int:
-        if not isinstance(s, str):
-            raise LoadError(f"{s!r} is not a string")
         k = self.strings.get(s)
         if k is None:
+            if not isinstance(s, str):
+                raise LoadError(f"{s!r} is not a string")
             k = self.strings[s] = len(self.strings)
             if s.isprintable() and s == s.strip():  # read back exactly by ``input``
                 self._row(STR.name, k, s)
@@ -204,72 +207,70 @@ class Batch:
         return k
 
     def _vec(self, items: tuple) -> int:
-        items = tuple(self._int(d) for d in items)
         k = self.vectors.get(items)
         if k is None:
             k = self.vectors[items] = len(self.vectors)
-            if len(items) <= MAX_VEC:
-                self._row(self.tables.vec[len(items)], k, *items)
+            dims = [self._int(d) for d in items]
+            if len(dims) <= MAX_VEC:
+                self._row(self.tables.vec[len(dims)].name, k, *dims)
             else:
-                self.commands.append(rl.set_(VEC(rl.Lit(k, rl.INT)), rl.vec(*items)))
+                self.commands.append(rl.set_(VEC(rl.Lit(k, rl.INT)), rl.vec(*dims)))
         return k
 
     @staticmethod
     def _int(x: Any) -> int:
-        if isinstance(x, bool) or not isinstance(x, int) or x not in I64:
+        if type(x) is int and -2**63 <= x < 2**63:
+            return x
+        if isinstance(x, bool) or not isinstance(x, int) or int(x) not in I64:
             raise LoadError(f"{x!r} is not an i64")
-        return x
+        return int(x)
 
-    def _tensor(self, x: Any, program: Program) -> int:
-        i, sort = self._operand(x, program.sorts)
+    def _tensor(self, x: Any, sorts) -> int:
+        i, sort = self._operand(x, sorts)
         if sort != ops.TENSOR:
             raise LoadError(f"{x!r} is a {sort}, not a Tensor")
         return i
 
     def _operand(self, x: Any, sorts) -> tuple[int, str]:
         """(id, sort) of a term operand: a name, a term or a list."""
-        if isinstance(x, Ref):
+        if type(x) is Ref:
+            got = self.names.get(x.let)
+            if got is not None:
+                return got
             sort = sorts.get(x.let, x.sort)
-            if x.let in self.names:
-                return self.names[x.let]
             key = (x.let, sort)
             i = self.refs.get(key)
             if i is None:
                 i = self.refs[key] = self._new()
-                self._row(self.tables.ref[NAME_OF_SORT[sort]], i, self._str(x.let))
+                self._row(self.tables.ref[NAME_OF_SORT[sort]].name, i, self._str(x.let))
             return i, sort
-        if isinstance(x, (Term, TList)):
-            return self._term(x, sorts)
+        if isinstance(x, Term):
+            return self._ctor(x, sorts, None)
+        if isinstance(x, TList):
+            return self._list(x, sorts)
         raise LoadError(f"{x!r} is not a term")
 
     def _term(self, x: Any, sorts, into: tuple[int, str] | None = None) -> tuple[int, str]:
         """Rows for term ``x`` (and its operands); its id, ``into``'s when given (a let's name)."""
-        if isinstance(x, Term) and into is not None:
-            got = self._ctor(x, sorts, into)
-        elif isinstance(x, (Term, TList)) and x in self.terms:
-            got = self.terms[x]
-        elif isinstance(x, Term):
-            got = self._ctor(x, sorts, None)
-        elif isinstance(x, TList):
-            got = self._list(x, sorts)
-        else:
-            got = self._operand(x, sorts)
-        if isinstance(x, (Term, TList)):
-            self.terms.setdefault(x, got)
+        if into is not None and isinstance(x, Term):
+            return self._ctor(x, sorts, into)
+        got = self._operand(x, sorts)
         if into is not None and got[0] != into[0]:  # a name bound to a name or a list
             if got[1] != into[1]:
                 raise LoadError(f"{x!r} is a {got[1]}, bound as a {into[1]}")
-            self._row(self.tables.alias[got[1]], into[0], got[0])
+            self._row(self.tables.alias[got[1]].name, into[0], got[0])
         return got
 
     def _ctor(self, x: Term, sorts, into) -> tuple[int, str]:
         sig = self.ctors.get(x.ctor)
         if sig is None:
             raise LoadError(f"no constructor {x.ctor!r}")
-        args, sort = sig
+        args, sort, rel = sig
         if len(args) != len(x.args):
             raise LoadError(f"{x.ctor} takes {len(args)} arguments, got {len(x.args)}")
-        cols = []
+        if into is not None and into[1] != sort:
+            raise LoadError(f"{x!r} is a {sort}, bound as a {into[1]}")
+        cols = [into[0] if into is not None else self._new()]
         for a, s in zip(x.args, args):
             if s in TERM_SORTS:
                 i, got = self._operand(a, sorts)
@@ -279,16 +280,13 @@ class Batch:
             elif s == ops.STRING:
                 cols.append(self._str(a))
             elif s == ops.IVEC:
-                if not isinstance(a, IVec):
+                if type(a) is not IVec:
                     raise LoadError(f"{x.ctor}: {a!r} is not an IVec")
                 cols.append(self._vec(a.items))
             else:
                 cols.append(self._int(a))
-        if into is not None and into[1] != sort:
-            raise LoadError(f"{x!r} is a {sort}, bound as a {into[1]}")
-        i = into[0] if into is not None else self._new()
-        self._row(self.tables.ctor[x.ctor], i, *cols)
-        return i, sort
+        self._row(rel, *cols)
+        return cols[0], sort
 
     def _list(self, x: TList, sorts) -> tuple[int, str]:
         if x.tail is not None:
@@ -297,12 +295,13 @@ class Batch:
                 raise LoadError(f"list tail {x.tail!r} is a {got}")
         else:
             tail = self._new()
-            self._row(self.tables.ctor["TNil"], tail)
+            self._row(self.tables.ctor["TNil"].name, tail)
+        cons = self.tables.ctor["TCons"].name
         for item in reversed(x.items):
             head, got = self._operand(item, sorts)
             if got != ops.TENSOR:
                 raise LoadError(f"list item {item!r} is a {got}")
             cell = self._new()
-            self._row(self.tables.ctor["TCons"], cell, head, tail)
+            self._row(cons, cell, head, tail)
             tail = cell
         return tail, ops.TLIST

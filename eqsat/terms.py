@@ -9,12 +9,12 @@ parses text, and interns keys whose repr is not safe inside an egglog string.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from . import ops
 from .schema import NAME_CTORS
+from .to_egglog import string
 
 _NAME_OF_SORT = {sort: ctor for ctor, sort in NAME_CTORS.items()}
 
@@ -51,7 +51,7 @@ def render(x: Any, sorts: Mapping[str, str] | None = None) -> str:
     """egglog text of a term value; ``sorts`` (name → sort) overrides the sort of a bare ``Ref(name)``."""
     if isinstance(x, Ref):
         sort = sorts.get(x.let, x.sort) if sorts else x.sort
-        return f"({_NAME_OF_SORT[sort]} {json.dumps(x.let)})"
+        return f"({_NAME_OF_SORT[sort]} {string(x.let)})"
     if isinstance(x, Term):
         if not x.args:
             return f"({x.ctor})"
@@ -68,7 +68,7 @@ def render(x: Any, sorts: Mapping[str, str] | None = None) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, str):
-        return json.dumps(x)
+        return string(x)
     raise TypeError(f"cannot render {x!r} as an egglog term")
 
 

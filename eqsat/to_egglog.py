@@ -3,16 +3,23 @@
 Rules, their tables and analysis clauses are ``eqsat.rulelang`` values; the session asks this module
 for the text of each, with the ruleset and the name as data it passes in (``clause(c, ruleset,
 name)``). Every name printed is checked here, whoever built the value: variables and rulesets are
-identifiers, tables and constructors egglog symbols, strings are quoted (``json.dumps``; egglog
-reads its escapes), so no rule, family or op key can smuggle a command in.
+identifiers, tables and constructors egglog symbols, strings are quoted (``string``: egglog reads
+only the escapes ``\\ \" \n \t``, every other character as it is), so no rule, family or op key can smuggle a command in.
 """
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Iterable, Mapping
 
 from . import rulelang as rl
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"})
+
+
+def string(s: str) -> str:
+    """An egglog string literal of ``s`` (JSON's ``\\u`` escapes are parse errors in egglog)."""
+    return f'"{s.translate(_ESCAPES)}"'
+
 
 _OPERATORS = frozenset({"+", "-", "*", "/", "%", "=", "!=", "<", "<=", ">", ">="})
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
@@ -36,7 +43,7 @@ def term(t) -> str:
     if isinstance(t, rl.Lit):
         if isinstance(t.value, bool) or not isinstance(t.value, (int, str)):
             raise TypeError(f"literal {t.value!r} is neither an int nor a string")
-        return json.dumps(t.value) if isinstance(t.value, str) else str(t.value)
+        return string(t.value) if isinstance(t.value, str) else str(t.value)
     if isinstance(t, rl.ListExpr):
         out = term(t.tail) if t.tail is not None else "(TNil)"
         for item in reversed(t.items):
@@ -81,7 +88,7 @@ def declaration(d: rl.Relation | rl.Function) -> str:
 def clause(c: rl.Clause, ruleset: str | None = None, name: str | None = None) -> str:
     """``(rule (facts) (actions) :ruleset … :name "…")``."""
     tags = (f" :ruleset {_symbol(ruleset)}" if ruleset is not None else "") + (
-        f" :name {json.dumps(name)}" if name is not None else "")
+        f" :name {string(name)}" if name is not None else "")
     return f"{_clause_body(c)}{tags})"
 
 
@@ -95,7 +102,7 @@ def _clause_body(c: rl.Clause) -> str:
 def input_rows(table: str, path: str) -> str:
     """``(input table "path")``: a tab-separated file of primitive values, a row per line, added to
     ``table`` (egglog parses each field by the column's sort; strings are read raw and trimmed)."""
-    return f"(input {_symbol(table)} {json.dumps(path)})"
+    return f"(input {_symbol(table)} {string(path)})"
 
 
 def ruleset(name: str) -> str:

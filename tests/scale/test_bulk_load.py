@@ -153,3 +153,26 @@ def test_a_spent_deadline_stops_the_load_before_it_reaches_egglog(monkeypatch):
     with pytest.raises(OutOfTime):
         s.load(p.program, Deadline(0.0))
     assert not s.view().nodes
+
+
+@pytest.mark.slow  # three models optimized twice: ~1 min
+@pytest.mark.parametrize("name", ["interformer", "dhen", "llama_block"])
+def test_bulk_and_text_loading_give_the_same_program(name, monkeypatch):
+    """The raised program, its price and the rules used are the same whichever loader built the
+    e-graph (the models of ``test_determinism``)."""
+    import torch
+
+    from fx_bridge.pipeline import optimize
+    from test_determinism import COST, OPTIONS, _dynamo_graph
+
+    gm, inputs = _dynamo_graph(name)
+    options = {**OPTIONS, "cost": COST.get(name)}
+    got = {}
+    for bulk in (False, True):
+        monkeypatch.setattr(Session, "bulk", bulk)
+        with torch.no_grad():
+            got[bulk] = optimize(gm, inputs, options)
+    (text, text_report), (fast, fast_report) = got[False], got[True]
+    assert text_report.changed, text_report.summary()
+    assert fast.code == text.code, (text_report.summary(), fast_report.summary())
+    assert (fast_report.cost_after, fast_report.rules_used) == (text_report.cost_after, text_report.rules_used)

@@ -143,7 +143,7 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
     A program of more than ``LOCAL_CLASSES`` classes prices each swap on its neighbourhood first
     (``_Climb``). (The program, None when nothing cheaper was found; whether it stopped before a pass
     found nothing.)"""
-    climb = _Climb(view, roots, model, start, start_cost, full, work, deadline)
+    climb = _Climb(view, roots, model, start, start_cost, full, work, deadline, improve=True)
     moved = True
     while moved and not (cut := climb.stop()):
         moved = False
@@ -155,11 +155,12 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
                 break
             if climb.best.get(cls) == nid or cls not in climb.best:  # an earlier swap of this pass changed the program
                 continue
-            tried = climb.try_swap(cls, nid, improve=True)
+            tried = climb.try_swap(cls, nid)
             if tried is None:
                 cut = True
                 break
             moved |= tried
+        moved = climb.end_pass() and moved
     return (climb.best if climb.changed else None), cut
 
 
@@ -168,31 +169,33 @@ def fusion_search(view: EGraphView, roots: list[str], model: CostModel, start: C
 # (the random 15k-node graph's first window: 43 s of extraction for 72 swaps, cut by the clock).
 LOCAL_CLASSES = 2048
 # Hops from the classes a swap changes that its neighbourhood takes in (readers and operands).
-LOCAL_RADIUS = 2
+LOCAL_RADIUS = 1
 
 
 class _Climb:
-    """The program a hill climb holds (``best``, priced ``cost``) and how it tries one swap.
+    """The program a hill climb holds (``best``, priced ``cost``) and how it tries one swap: kept when
+    the program gets cheaper (``improve``), else (the undo) when it gets no dearer, beyond float noise.
 
-    A small program prices every trial whole (``_swap``). A large one first prices the classes the swap
+    A small program prices every trial whole (``_swap``). A large one prices the classes the swap
     changes (the node swapped in, the operands it adds, the ones nobody reads any more) with
-    ``LOCAL_RADIUS`` hops of their readers and operands, before and after: only a swap that this
-    neighbourhood prices better (or, for the undo, no worse) is priced whole and kept on the whole
-    price, so the program never gets dearer and every decision is still counted work (the classes
-    priced). Building a trial touches only the neighbourhood, not the whole program."""
+    ``LOCAL_RADIUS`` hops of their readers and operands, before and after, and keeps the swap on that
+    price; the whole program is priced once a pass (``end_pass``), and a pass that did not pay as a
+    whole is undone and ends the climb, so the program never gets dearer. Every decision is counted
+    work (the classes priced); a trial touches only its neighbourhood, not the whole program."""
 
     def __init__(self, view: EGraphView, roots: list[str], model: CostModel, start: Choice, cost: float,
-                 fill: Choice, work: Work, deadline: Deadline | None):
+                 fill: Choice, work: Work, deadline: Deadline | None, improve: bool):
         self.view, self.roots, self.model, self.fill = view, roots, model, fill
-        self.work, self.deadline = work, deadline
+        self.work, self.deadline, self.improve = work, deadline, improve
         self.changed = False
         self.leaf_nodes: dict[str, ENode] = {}
         self.leaf_view = dataclasses.replace(view, nodes=ChainMap(self.leaf_nodes, view.nodes))
+        self.local = len(start) > LOCAL_CLASSES
         self._set(dict(start), cost)
+        self.checkpoint = (self.best, cost)  # the program and price at the start of the pass
 
     def _set(self, best: Choice, cost: float) -> None:
         self.best, self.cost = best, cost
-        self.local = len(best) > LOCAL_CLASSES
         if not self.local:
             return
         w = walk(self.view, self.roots, best)
@@ -211,11 +214,30 @@ class _Climb:
         or the clock ran out."""
         return not self.local and self.stop(len(self.best))
 
-    def try_swap(self, cls: str, nid: str, improve: bool) -> bool | None:
-        """Swap ``cls`` to ``nid`` when the program gets cheaper (``improve``; else when it gets no
-        dearer), beyond float noise; whether it was kept, None when the work or clock ran out."""
+    def end_pass(self) -> bool:
+        """Price the program a pass of local swaps left (a large program); whether the climb goes on:
+        a pass that did not pay as a whole is undone."""
+        best, cost = self.checkpoint
+        if self.local and self.best is not best:
+            self.stop(len(self.best))
+            now = self.model.program_cost(self.view, self.best, self.roots).cost
+            if self._pays(now, cost):
+                self._set(self.best, now)
+                self.changed = True
+            else:
+                self._set(best, cost)
+                self.checkpoint = (self.best, cost)
+                return False
+        self.checkpoint = (self.best, self.cost)
+        return True
+
+    def _pays(self, new: float, old: float) -> bool:
+        return new < old * (1 - 1e-9) if self.improve else new <= old * (1 + 1e-9)
+
+    def try_swap(self, cls: str, nid: str) -> bool | None:
+        """Swap ``cls`` to ``nid`` when it pays; whether it was kept, None when the work or clock ran out."""
         if not self.local:
-            return self._keep(_swap(self.view, self.roots, self.model, {**self.fill, **self.best}, cls, nid), improve)
+            return self._keep(_swap(self.view, self.roots, self.model, {**self.fill, **self.best}, cls, nid))
         trial = self._trial(cls, nid)
         if trial is None:  # a cycle
             return False
@@ -225,18 +247,18 @@ class _Climb:
             return None
         before = self._price_region(region, self.best.get, set())
         after = self._price_region(region, lambda c: nid if c == cls else added.get(c) or self.best.get(c), removed)
-        if after - before >= (-1e-9 if improve else 1e-9) * self.cost:
+        if not self._pays(self.cost + after - before, self.cost):
             return False
-        if self.stop(len(self.best)):
+        if self.stop(len(self.best)):  # building the trial walks the program
             return None
         program = {c: n for c, n in self.best.items() if c not in removed}
         program.update(added)
         program[cls] = nid
-        program = reachable(self.view, self.roots, program)
-        return self._keep((program, self.model.program_cost(self.view, program, self.roots).cost), improve)
+        self._set(reachable(self.view, self.roots, program), self.cost + after - before)  # priced whole by end_pass
+        return True
 
-    def _keep(self, swapped: tuple[Choice, float] | None, improve: bool) -> bool:
-        if swapped is None or not (swapped[1] < self.cost * (1 - 1e-9) if improve else swapped[1] <= self.cost * (1 + 1e-9)):
+    def _keep(self, swapped: tuple[Choice, float] | None) -> bool:
+        if swapped is None or not self._pays(swapped[1], self.cost):
             return False
         self._set(*swapped)
         self.changed = True
@@ -443,7 +465,7 @@ def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Ch
     ``cos``/``sin`` scaling at size small on the H200, one launch more a layer). Rewrites that pay
     together stay: undoing one of them alone makes the program dearer. (The program, None when nothing
     was put back; whether ``work`` or the ``deadline`` ran out before a pass put nothing back.)"""
-    climb = _Climb(view, roots, model, choice, cost, {**full, **original}, work, deadline)
+    climb = _Climb(view, roots, model, choice, cost, {**full, **original}, work, deadline, improve=False)
     moved = True
     while moved and not (cut := climb.stop()):
         moved = False
@@ -452,9 +474,10 @@ def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Ch
                 break
             if cls not in climb.best or climb.best[cls] == original[cls]:  # an earlier undo of this pass reached it
                 continue
-            tried = climb.try_swap(cls, original[cls], improve=False)
+            tried = climb.try_swap(cls, original[cls])
             if tried is None:
                 cut = True
                 break
             moved |= tried
+        moved = climb.end_pass() and moved
     return (climb.best if climb.changed else None), cut

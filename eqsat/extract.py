@@ -199,11 +199,11 @@ class _Climb:
         if not self.local:
             return
         w = walk(self.view, self.roots, best)
-        self.pos = {c: k for k, c in enumerate(w.postorder)}  # producers first
-        self.readers: dict[str, list[str]] = {}
+        self.pos: dict[str, float] = {c: k for k, c in enumerate(w.postorder)}  # producers first
+        self.readers: dict[str, dict[str, None]] = {}  # class → the classes reading it (ordered)
         for c, n in best.items():
             for k in dict.fromkeys(self.view.nodes[n].children):
-                self.readers.setdefault(k, []).append(c)
+                self.readers.setdefault(k, {})[c] = None
         self.rootset = set(self.roots)
 
     def stop(self, cost: int = 0) -> bool:
@@ -218,7 +218,7 @@ class _Climb:
         """Price the program a pass of local swaps left (a large program); whether the climb goes on:
         a pass that did not pay as a whole is undone."""
         best, cost = self.checkpoint
-        if self.local and self.best is not best:
+        if self.local and self.best is not best:  # swaps copy ``best`` before the first one
             self.stop(len(self.best))
             now = self.model.program_cost(self.view, self.best, self.roots).cost
             if self._pays(now, cost):
@@ -249,13 +249,36 @@ class _Climb:
         after = self._price_region(region, lambda c: nid if c == cls else added.get(c) or self.best.get(c), removed)
         if not self._pays(self.cost + after - before, self.cost):
             return False
-        if self.stop(len(self.best)):  # building the trial walks the program
-            return None
-        program = {c: n for c, n in self.best.items() if c not in removed}
-        program.update(added)
-        program[cls] = nid
-        self._set(reachable(self.view, self.roots, program), self.cost + after - before)  # priced whole by end_pass
+        if self.best is self.checkpoint[0]:  # the pass's first swap: keep its start to undo it
+            self.best = dict(self.best)
+        self._apply(cls, nid, added, removed)
+        self.cost += after - before  # priced whole by end_pass
         return True
+
+    def _apply(self, cls: str, nid: str, added: dict[str, str], removed: set[str]) -> None:
+        """Make the swap in ``best``, its readers and its topological positions, touching only what it
+        changes (the positions are recomputed when the new operands do not all come before ``cls``)."""
+        view, best, readers, pos = self.view, self.best, self.readers, self.pos
+        for c in [cls, *removed]:
+            for k in dict.fromkeys(view.nodes[best[c]].children):
+                readers[k].pop(c, None)
+        for c in removed:
+            del best[c]
+            pos.pop(c, None)
+        best[cls] = nid
+        best.update(added)
+        for c in [cls, *added]:
+            for k in dict.fromkeys(view.nodes[best[c]].children):
+                readers.setdefault(k, {})[c] = None
+        order = [c for c in walk(view, [cls], {c: added[c] for c in added} | {cls: nid}).postorder if c in added]
+        low = max((pos[k] for c in [cls, *added] for k in view.nodes[best[c]].children if k in pos),
+                  default=pos[cls] - 1)
+        step = (pos[cls] - low) / (len(order) + 1)
+        if low >= pos[cls] or low + step <= low:  # a new operand after cls, or no room left: renumber
+            self.pos = {c: k for k, c in enumerate(walk(view, self.roots, best).postorder)}
+            return
+        for j, c in enumerate(order):
+            pos[c] = low + step * (j + 1)
 
     def _keep(self, swapped: tuple[Choice, float] | None) -> bool:
         if swapped is None or not self._pays(swapped[1], self.cost):

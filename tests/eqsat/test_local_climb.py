@@ -63,3 +63,24 @@ def test_a_pass_the_whole_price_does_not_confirm_is_undone(monkeypatch):
     assert calls and searches
     for start_cost, found_cost in searches:
         assert found_cost is None or found_cost < start_cost, searches
+
+
+def test_a_kept_swap_updates_the_program_as_a_walk_from_the_roots_would(monkeypatch):
+    """``_Climb._apply`` changes only what the swap touches: the result is the reachable program, every
+    operand sits before its reader in the positions the cycle check prunes with, readers are exact."""
+    monkeypatch.setattr(extract, "LOCAL_CLASSES", 0)
+    real = extract._Climb._apply
+    applied = []
+
+    def checked(self, cls, nid, added, removed):
+        trial = {**{c: n for c, n in self.best.items() if c not in removed}, **added, cls: nid}
+        real(self, cls, nid, added, removed)
+        assert self.best == reachable(self.view, self.roots, trial)
+        for c, n in self.best.items():
+            for k in self.view.nodes[n].children:
+                assert self.pos[k] < self.pos[c] and c in self.readers[k], (k, c)
+        applied.append(cls)
+    monkeypatch.setattr(extract._Climb, "_apply", checked)
+    model, x = _mlp()
+    _saturated(model, x)
+    assert applied

@@ -40,6 +40,7 @@ def _egraph(session: Session) -> tuple:
 
 def _load_both(monkeypatch, *programs: Statements) -> tuple[Session, Session]:
     out = []
+    monkeypatch.setattr(Session, "bulk_from", 0)
     for bulk in (False, True):
         monkeypatch.setattr(Session, "bulk", bulk)
         s = Session([], library.shape_rules())
@@ -105,12 +106,13 @@ def test_strings_input_cannot_carry_and_names_bound_earlier(monkeypatch):
 
 def test_a_program_loads_in_a_few_commands_whatever_its_size(monkeypatch):
     """The text loader runs ~3 egglog commands a node; in bulk a program is a few ``input``s and one
-    schedule (test fails before the bulk loader: 1,500+ commands)."""
+    schedule (test fails before the bulk loader: 1,500+ commands); a small program goes as text."""
     p = Program()
     x = p.input((4, 4))
     for _ in range(500):
         x = p.unary("relu", x)
     monkeypatch.setattr(Session, "bulk", True)
+    monkeypatch.setattr(Session, "bulk_from", 0)
     s = Session([], library.shape_rules())
     s.load(Statements())  # the loading tables, declared once per session
     ran = []
@@ -118,6 +120,11 @@ def test_a_program_loads_in_a_few_commands_whatever_its_size(monkeypatch):
     s.load(p.program)
     assert sum(ran) < 20, sum(ran)
     assert len(s.view().lets) == 501
+    monkeypatch.setattr(Session, "bulk_from", 10)
+    small = Statements()
+    small.let("tiny", Term("Input", ("t",)))
+    s.load(small)
+    assert ran[-1] == 1 and "tiny" in s.view().lets
 
 
 class _Counting:
@@ -136,6 +143,7 @@ class _Counting:
 
 def test_a_statement_of_the_wrong_sort_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(Session, "bulk", True)
+    monkeypatch.setattr(Session, "bulk_from", 0)
     p = Statements()
     t = p.let("t", Term("Split", (Ref("x"), IVec((1, 1)), 0)))
     p.let("u", Term("Unary", ("neg", t)))  # a tuple where a tensor goes
@@ -145,6 +153,7 @@ def test_a_statement_of_the_wrong_sort_is_a_clear_error(monkeypatch):
 
 def test_a_spent_deadline_stops_the_load_before_it_reaches_egglog(monkeypatch):
     monkeypatch.setattr(Session, "bulk", True)
+    monkeypatch.setattr(Session, "bulk_from", 0)
     p = Program()
     x = p.input((4, 4))
     for _ in range(100):
@@ -167,6 +176,7 @@ def test_bulk_and_text_loading_give_the_same_program(name, monkeypatch):
 
     gm, inputs = _dynamo_graph(name)
     options = {**OPTIONS, "cost": COST.get(name)}
+    monkeypatch.setattr(Session, "bulk_from", 0)
     got = {}
     for bulk in (False, True):
         monkeypatch.setattr(Session, "bulk", bulk)

@@ -3,8 +3,9 @@
 serialized.
 
 egglog 13.2 has no time or node limit, so the session runs one iteration at a time inside
-``push``/``pop`` and rolls back the iteration that overshoots the node budget. Commands are parsed one
-at a time (parsing one giant program exhausts memory) and run in chunks.
+``push``/``pop`` and rolls back the iteration that overshoots the node budget. A large program loads in
+bulk (``eqsat.bulk``: ``input`` rows and one run of loading rules, issue 30); other commands are parsed
+one at a time (parsing one giant program exhausts memory) and run in chunks.
 
 Linear in graph size (issue #14; profiles on a 4,096-way split→sigmoid→cat, 2-core box): names are
 rows of a name function, not global ``let``s (``schema.NAME_CTORS``); the term part is read from

@@ -40,8 +40,10 @@ def frozen_view(eg: Any) -> EGraphView:
                 view.lets[name] = cls(fn.rows[0].output, sort)
             continue
         if sort not in TERM_SORTS or (name not in terms and name not in NAME_CTORS):
-            continue  # a rule's own table of terms (rules/listpat.py's picks) is no e-node
+            continue  # rules/listpat.py's pick tables and eqsat.bulk's loading numbers are no e-nodes
         name_ctor = name in NAME_CTORS
+        sorts = fn.input_sorts
+        decoders = [None if s in TERM_SORTS else decode[s] for s in sorts]  # once per table, not per row
         for k, row in enumerate(fn.rows):
             if row.subsumed:
                 continue
@@ -49,8 +51,7 @@ def frozen_view(eg: Any) -> EGraphView:
             if name_ctor:
                 view.lets[eg.value_to_string(row.inputs[0])] = out
                 continue
-            args = [("class", cls(v, s)) if s in TERM_SORTS else ("lit", decode[s](v))
-                    for v, s in zip(row.inputs, fn.input_sorts)]
+            args = [("class", cls(v, s)) if d is None else ("lit", d(v)) for v, s, d in zip(row.inputs, sorts, decoders)]
             nid = f"{name}-{k}"
             view.nodes[nid] = ENode(nid, name, out, args)
             view.classes[out].append(nid)

@@ -333,6 +333,13 @@ class Set:
     value: Expr
 
 
+@dataclass(eq=False)
+class Delete:
+    """Remove a row (a relation row, a function entry or a constructor's e-node) from its table."""
+
+    row: Call
+
+
 def union(a: Expr, b: Expr) -> Union:
     return Union(a, b)
 

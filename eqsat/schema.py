@@ -23,6 +23,10 @@ TERM_SORTS = (ops.TENSOR, ops.TTUPLE, ops.TLIST)
 # every later rule iteration slower the more unions there were (4,000 names: 5× per iteration).
 NAME_CTORS = {"Name": ops.TENSOR, "NameTuple": ops.TTUPLE, "NameList": ops.TLIST}
 
+# Loading in bulk (``eqsat.bulk``): a term of each sort numbered by an i64, unioned with its definition
+# as the definition's row loads; the rows are deleted once the load is done (nothing reads them).
+ID_CTORS = {"LoadId": ops.TENSOR, "LoadIdTuple": ops.TTUPLE, "LoadIdList": ops.TLIST}
+
 # Rulesets: one per rule family plus the analysis (shapes, dtypes, derived functions, list
 # relations), which always runs to a fixpoint. Rules that add analysis commands name it from here.
 ANALYSIS = "analysis"
@@ -51,13 +55,14 @@ SEED_RULE = Clause((Same(_a, _b),), (union(_a, _b),))
 def sorts() -> str:
     """The egglog declarations of the term language: constructors, name functions, analysis tables."""
     names = [Function(f, (STR,), sort) for f, sort in NAME_CTORS.items()]
-    return "\n".join([to_egglog.datatype(ops.constructors(), TERM_SORTS)]
+    ctors = {**ops.constructors(), **{c: ((ops.INT,), sort) for c, sort in ID_CTORS.items()}}
+    return "\n".join([to_egglog.datatype(ctors, TERM_SORTS)]
                      + [to_egglog.declaration(d) for d in names + list(TABLES)])
 
 
 def declared_names() -> set[str]:
     """Names the schema declares in egglog: constructors, name functions and tables."""
-    return set(ops.constructors()) | set(NAME_CTORS) | {d.name for d in TABLES}
+    return set(ops.constructors()) | set(NAME_CTORS) | set(ID_CTORS) | {d.name for d in TABLES}
 
 
 def dtype_facts() -> list:

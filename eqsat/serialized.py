@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Iterable
 
 from .ops import constructors
-from .schema import NAME_CTORS, TERM_SORTS
+from .schema import ID_CTORS, NAME_CTORS, TERM_SORTS
 
 Arg = tuple  # ("class", class_id) for a term child, ("lit", value) for a literal
 Choice = dict[str, str]  # e-class → chosen e-node id: a program read out of the e-graph
@@ -126,7 +126,7 @@ def parse(data: dict) -> EGraphView:
     for nid_, node in raw.items():
         op, ecls = node["op"], node["eclass"]
         if ecls in view.sort:
-            if node.get("subsumed"):
+            if node.get("subsumed") or op in ID_CTORS:  # a loading number (eqsat.bulk), not a program e-node
                 continue
             if op in NAME_CTORS:  # a bound name (Program.let), not a program e-node
                 view.lets[_decode(raw, node["children"][0])] = ecls

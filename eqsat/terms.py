@@ -9,12 +9,12 @@ parses text, and interns keys whose repr is not safe inside an egglog string.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from . import ops
 from .schema import NAME_CTORS
+from .to_egglog import string
 
 _NAME_OF_SORT = {sort: ctor for ctor, sort in NAME_CTORS.items()}
 
@@ -51,7 +51,7 @@ def render(x: Any, sorts: Mapping[str, str] | None = None) -> str:
     """egglog text of a term value; ``sorts`` (name → sort) overrides the sort of a bare ``Ref(name)``."""
     if isinstance(x, Ref):
         sort = sorts.get(x.let, x.sort) if sorts else x.sort
-        return f"({_NAME_OF_SORT[sort]} {json.dumps(x.let)})"
+        return f"({_NAME_OF_SORT[sort]} {string(x.let)})"
     if isinstance(x, Term):
         if not x.args:
             return f"({x.ctor})"
@@ -68,77 +68,113 @@ def render(x: Any, sorts: Mapping[str, str] | None = None) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, str):
-        return json.dumps(x)
+        return string(x)
     raise TypeError(f"cannot render {x!r} as an egglog term")
 
 
 LIST_SEGMENT = 64  # list cells per egglog command
 _LIST_IDS = itertools.count()
 
+# A program's statements, kept as values so a session can load them as text commands or in bulk
+# (``eqsat.bulk``): ``("let", name, term)``, ``("same", x, term)``, ``("param", x)``,
+# ``("shape", x, dims)``, ``("dtype", x, dtype)``, ``("keeps", key)``.
+Statement = tuple
+
 
 class Program:
-    """Typed statements for an e-graph, rendered to egglog commands (``Session.load`` runs them).
+    """Typed statements for an e-graph (``Session.load`` runs them), rendered to egglog commands here.
 
     Kept as a value so one lowered graph can be loaded into several sessions (greedy mode).
     """
 
     def __init__(self):
-        self.commands: list[str] = []
+        self.statements: list[Statement] = []
         self.sorts: dict[str, str] = {}  # bound name → sort, so ``Ref(name)`` renders as its own sort
 
     def __len__(self) -> int:
-        return len(self.commands)
+        return len(self.statements)
 
-    def _r(self, x: Any) -> str:
-        return render(self._short_lists(x), self.sorts)
-
-    def _short_lists(self, x: Any) -> Any:
-        """``x`` with every list longer than ``LIST_SEGMENT`` bound segment by segment from its end:
-        egglog checks one deeply nested command in time quadratic in its depth (a 4,096-long cat:
-        4 s for the one command)."""
-        if isinstance(x, Term):
-            return Term(x.ctor, tuple(self._short_lists(a) for a in x.args))
-        if not isinstance(x, TList):
-            return x
-        items = tuple(self._short_lists(i) for i in x.items)
-        tail = x.tail
-        for start in reversed(range(LIST_SEGMENT, len(items), LIST_SEGMENT)):
-            name = f"$list{next(_LIST_IDS)}"  # unique across programs loaded into one session
-            self.sorts[name] = ops.TLIST
-            segment = TList(items[start:start + LIST_SEGMENT], tail)
-            self.commands.append(f"(set {render(Ref(name, ops.TLIST))} {render(segment, self.sorts)})")
-            tail = Ref(name, ops.TLIST)
-        return TList(items[:LIST_SEGMENT], tail)
+    @property
+    def commands(self) -> tuple[str, ...]:
+        """The statements as egglog commands, one each (plus one per segment of a long list)."""
+        sorts = dict(self.sorts)
+        out: list[str] = []
+        for st in self.statements:
+            out.append(_command(st, lambda x: render(_short_lists(x, sorts, out), sorts)))
+        return tuple(out)
 
     def let(self, name: str, term: Any) -> Ref:
         """Bind ``term`` to the name ``name``: a row of a name function (``schema.NAME_CTORS``),
         found again by ``EGraphView.lets``."""
         ref = Ref(name, sort_of(term, self.sorts))
         self.sorts[name] = ref.sort
-        self.commands.append(f"(set {self._r(ref)} {self._r(term)})")
+        self.statements.append(("let", name, term))
         return ref
 
     def same(self, x: Any, term: Any) -> None:
         """``x`` and ``term`` are equal: unioned in one batch when saturation starts (``Session.seed``)."""
-        self.commands.append(f"(Same {self._r(x)} {self._r(term)})")
+        self.statements.append(("same", x, term))
 
     def mark_param(self, x: Any) -> None:
         """``x`` is a parameter (a runtime value in training, foldable when frozen)."""
-        self.commands.append(f"(IsParam {self._r(x)})")
+        self.statements.append(("param", x))
 
     def set_shape(self, x: Any, shape: Sequence[int]) -> None:
-        self.commands.append(f"(set (shape {self._r(x)}) {render(IVec(tuple(shape)))})")
+        self.statements.append(("shape", x, tuple(int(d) for d in shape)))
 
     def set_dtype(self, x: Any, dtype: str) -> None:
-        self.commands.append(f"(set (dtype {self._r(x)}) {render(dtype)})")
+        self.statements.append(("dtype", x, dtype))
 
     def keeps_dtype(self, key: str) -> None:
         """Op key ``key`` (an op with attributes) keeps a floating dtype, as its op does."""
-        self.commands.append(f"(KeepsDtype {render(key)})")
+        self.statements.append(("keeps", key))
 
     def extend(self, other: "Program") -> None:
-        self.commands.extend(other.commands)
+        self.statements.extend(other.statements)
         self.sorts.update(other.sorts)
+
+    def prepend(self, other: "Program") -> None:
+        """``other``'s statements before this program's own."""
+        self.statements[:0] = other.statements
+        for name, sort in other.sorts.items():
+            self.sorts.setdefault(name, sort)
+
+
+def _command(st: Statement, r) -> str:
+    """One statement's egglog command; ``r`` renders a term value."""
+    kind = st[0]
+    if kind == "let":
+        return f"(set {r(Ref(st[1]))} {r(st[2])})"
+    if kind == "same":
+        return f"(Same {r(st[1])} {r(st[2])})"
+    if kind == "param":
+        return f"(IsParam {r(st[1])})"
+    if kind == "shape":
+        return f"(set (shape {r(st[1])}) {render(IVec(st[2]))})"
+    if kind == "dtype":
+        return f"(set (dtype {r(st[1])}) {render(st[2])})"
+    if kind == "keeps":
+        return f"(KeepsDtype {render(st[1])})"
+    raise ValueError(f"unknown statement {kind!r}")
+
+
+def _short_lists(x: Any, sorts: dict[str, str], out: list[str]) -> Any:
+    """``x`` with every list longer than ``LIST_SEGMENT`` bound segment by segment from its end (the
+    segments' commands appended to ``out``): egglog checks one deeply nested command in time
+    quadratic in its depth (a 4,096-long cat: 4 s for the one command)."""
+    if isinstance(x, Term):
+        return Term(x.ctor, tuple(_short_lists(a, sorts, out) for a in x.args))
+    if not isinstance(x, TList):
+        return x
+    items = tuple(_short_lists(i, sorts, out) for i in x.items)
+    tail = x.tail
+    for start in reversed(range(LIST_SEGMENT, len(items), LIST_SEGMENT)):
+        name = f"$list{next(_LIST_IDS)}"  # unique across programs loaded into one session
+        sorts[name] = ops.TLIST
+        segment = TList(items[start:start + LIST_SEGMENT], tail)
+        out.append(f"(set {render(Ref(name, ops.TLIST))} {render(segment, sorts)})")
+        tail = Ref(name, ops.TLIST)
+    return TList(items[:LIST_SEGMENT], tail)
 
 
 def sort_of(x: Any, sorts: Mapping[str, str] | None = None) -> str:

@@ -3,16 +3,23 @@
 Rules, their tables and analysis clauses are ``eqsat.rulelang`` values; the session asks this module
 for the text of each, with the ruleset and the name as data it passes in (``clause(c, ruleset,
 name)``). Every name printed is checked here, whoever built the value: variables and rulesets are
-identifiers, tables and constructors egglog symbols, strings are quoted (``json.dumps``; egglog
-reads its escapes), so no rule, family or op key can smuggle a command in.
+identifiers, tables and constructors egglog symbols, strings are quoted (``string``: egglog reads
+only the escapes ``\\ \" \n \t``, every other character as it is), so no rule, family or op key can smuggle a command in.
 """
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Iterable, Mapping
 
 from . import rulelang as rl
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"})
+
+
+def string(s: str) -> str:
+    """An egglog string literal of ``s`` (JSON's ``\\u`` escapes are parse errors in egglog)."""
+    return f'"{s.translate(_ESCAPES)}"'
+
 
 _OPERATORS = frozenset({"+", "-", "*", "/", "%", "=", "!=", "<", "<=", ">", ">="})
 _COMPARISONS = frozenset({"=", "!=", "<", "<=", ">", ">="})
@@ -36,7 +43,7 @@ def term(t) -> str:
     if isinstance(t, rl.Lit):
         if isinstance(t.value, bool) or not isinstance(t.value, (int, str)):
             raise TypeError(f"literal {t.value!r} is neither an int nor a string")
-        return json.dumps(t.value) if isinstance(t.value, str) else str(t.value)
+        return string(t.value) if isinstance(t.value, str) else str(t.value)
     if isinstance(t, rl.ListExpr):
         out = term(t.tail) if t.tail is not None else "(TNil)"
         for item in reversed(t.items):
@@ -57,7 +64,9 @@ def fact(f) -> str:
 
 
 def action(a) -> str:
-    """An action: a union, a table update, or a relation row / term to add."""
+    """An action: a union, a table update, a row to delete, or a relation row / term to add."""
+    if isinstance(a, rl.Delete):
+        return f"(delete {term(a.row)})"
     if isinstance(a, rl.Union):
         return f"(union {term(a.a)} {term(a.b)})"
     if isinstance(a, rl.Set):
@@ -79,7 +88,7 @@ def declaration(d: rl.Relation | rl.Function) -> str:
 def clause(c: rl.Clause, ruleset: str | None = None, name: str | None = None) -> str:
     """``(rule (facts) (actions) :ruleset … :name "…")``."""
     tags = (f" :ruleset {_symbol(ruleset)}" if ruleset is not None else "") + (
-        f" :name {json.dumps(name)}" if name is not None else "")
+        f" :name {string(name)}" if name is not None else "")
     return f"{_clause_body(c)}{tags})"
 
 
@@ -88,6 +97,12 @@ def _clause_body(c: rl.Clause) -> str:
     """A clause's text without its tags and closing parenthesis; a clause is compiled once (every
     session loads the same rules; clauses hash by identity and the cache keeps them alive)."""
     return f"(rule ({' '.join(fact(f) for f in c.facts)}) ({' '.join(action(a) for a in c.actions)})"
+
+
+def input_rows(table: str, path: str) -> str:
+    """``(input table "path")``: a tab-separated file of primitive values, a row per line, added to
+    ``table`` (egglog parses each field by the column's sort; strings are read raw and trimmed)."""
+    return f"(input {_symbol(table)} {string(path)})"
 
 
 def ruleset(name: str) -> str:

@@ -503,7 +503,7 @@ def horizontal_unions(low: Lowered, disabled: Sequence[str] = ()) -> Unions:
         facts = Program()
         facts.set_shape(NONE, ())
         facts.set_dtype(NONE, "scalar")
-        out.commands[:0] = facts.commands
+        out.prepend(facts)
     return out
 
 

@@ -1,11 +1,14 @@
 """Where building the e-graph of issue 30's Dynamo graph goes, step by step (issue 30).
 
-    python -m bench.scripts.build_phases --pieces 4096 16384
+    python -m bench.scripts.build_phases --pieces 4096 16384 [--nodes 15000] [--text]
 
-Traces ``pipeline_scale.TwoStage`` with Dynamo (as a backend receives it), lowers it whole (no
-regions, no clock) and times each step of ``eqsat.driver.build``: the session (schema and rules),
+Traces ``pipeline_scale.TwoStage`` with Dynamo (as a backend receives it), or makes a random graph of
+about ``--nodes`` FX nodes (``pipeline_scale.graph_of_size``), lowers it whole (no regions, no clock)
+and times each step of ``eqsat.driver.build``: the session (schema and rules),
 loading the input program, reading the e-graph back, pricing the input, loading the horizontal
 candidates. The price is printed so a change to pricing can be checked to leave it as it was.
+Seconds are the process's CPU seconds (the box is shared); ``--text`` loads one egglog command per
+statement instead of in bulk (``Session.bulk``), the loader before issue 30.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import time
 
 import torch
 
-from bench.scripts.pipeline_scale import TwoStage
+from bench.scripts.pipeline_scale import TwoStage, graph_of_size
 from eqsat import driver
 from eqsat.cost import CostModel
 from eqsat.egraph import Session
@@ -37,22 +40,20 @@ def dynamo_graph(pieces: int, rows: int = 64):
     return got[0]
 
 
-def build_steps(pieces: int) -> dict:
-    t0 = time.perf_counter()
-    gm, inputs = dynamo_graph(pieces)
-    out = {"nodes": len(gm.graph.nodes), "dynamo": time.perf_counter() - t0}
+def build_steps(gm, inputs) -> dict:
+    out = {"nodes": len(gm.graph.nodes)}
     opts = Options()
     rules = select(opts.families, opts.disabled, opts.extra_rules)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     problem = problem_of(lower(functionalize_intermediates(drop_noop_autocast(gm), inputs), inputs), rules, opts)
-    out["lower"] = time.perf_counter() - t0
+    out["lower"] = time.process_time() - t0
     out["commands"] = len(problem.program) + (len(problem.candidates) if problem.candidates is not None else 0)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
 
     def step(name):
         nonlocal t0
-        out[name] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        out[name] = time.process_time() - t0
+        t0 = time.process_time()
 
     session = Session(rules, shape_rules())
     step("session")
@@ -73,14 +74,19 @@ def build_steps(pieces: int) -> dict:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pieces", type=int, nargs="*", default=[4096])
+    ap.add_argument("--nodes", type=int, nargs="*", default=[], help="random graphs of about this many FX nodes")
+    ap.add_argument("--text", action="store_true", help="load one egglog command per statement (not in bulk)")
     args = ap.parse_args(argv)
-    print("| pieces | FX nodes | commands | lower s | " + " | ".join(f"{s} s" for s in STEPS)
+    Session.bulk = not args.text
+    print("| graph | FX nodes | statements | lower s | " + " | ".join(f"{s} s" for s in STEPS)
           + " | build s | price | kernels | peak RSS MB |")
     print("|---" * (len(STEPS) + 8) + "|")
-    for pieces in args.pieces:
-        r = build_steps(pieces)
+    cases = [(f"{p} pieces", lambda p=p: dynamo_graph(p)) for p in args.pieces]
+    cases += [(f"random ~{n}", lambda n=n: graph_of_size(n)) for n in args.nodes]
+    for name, make in cases:
+        r = build_steps(*make())
         steps = " | ".join(f"{r[s]:.2f}" for s in STEPS)
-        print(f"| {pieces} | {r['nodes']} | {r['commands']} | {r['lower']:.2f} | {steps} | "
+        print(f"| {name} | {r['nodes']} | {r['commands']} | {r['lower']:.2f} | {steps} | "
               f"{sum(r[s] for s in STEPS):.2f} | {r['price_value']:.2f} | {r['kernels']} | {r['rss_mb']:.0f} |",
               flush=True)
 

@@ -208,20 +208,29 @@ def _backend(reports: list):
     return backend
 
 
+# What Inductor makes of a graph besides its codegen, imitated in both compiles: AOT traces with its
+# decomposition of ``cat`` (one input: a clone of it, in that input's layout), and after the post-grad
+# pre-pass (ours) ``remove_noop_ops`` drops a clone, cat, slice, … whose fake value is its input's.
+# Inductor alone so returns ``cat([t])`` as ``t`` (torch 2.13: ``cat([(x * 2).t()], 0)`` has strides
+# (1, 4) where eager's are (6, 1)); soak seed 2002268 (torch 2.11) was charged for that to eqsat.
+_INDUCTOR_DECOMPOSES = (torch.ops.aten.cat.default,)
+
+
 def _aot_as_inductor(post: Callable[[torch.fx.Graph], None] | None = None):
-    """AOTAutograd whose forward and backward graphs (after ``post``, a post-grad pass) run eagerly,
-    each output given the layout Inductor gives it: the strides its meta value had before ``post``
-    (``_keep_layouts``). The compile without eqsat keeps them too: where an op's meta strides are not
-    the strides it computes at run time (torch 2.11: ``aten.zero`` of a transposed view), both
-    differ from eager alike, and the difference is not eqsat's."""
+    """AOTAutograd whose forward and backward graphs (after ``post``, a post-grad pass, and Inductor's
+    ``remove_noop_ops``) run eagerly, each output given the layout Inductor gives it: the strides its
+    meta value had before ``post`` (``_keep_layouts``). The compile without eqsat keeps them too:
+    where an op's meta strides are not the strides it computes at run time (torch 2.11: ``aten.zero``
+    of a transposed view), both differ from eager alike, and the difference is not eqsat's."""
     def post_compiler(gm, example_inputs):
         before = _output_layouts(gm)
         if post is not None:
             post(gm.graph)
+        torch_compat.inductor_remove_noop_ops(gm.graph)
         _keep_layouts(gm, before)
         return make_boxed_func(gm.forward)
 
-    return torch_compat.aot_backend(post_compiler)
+    return torch_compat.aot_backend(post_compiler, torch_compat.inductor_decompositions(_INDUCTOR_DECOMPOSES))
 
 
 def _output_layouts(gm: torch.fx.GraphModule) -> list:

@@ -259,7 +259,16 @@ def _keep_layouts(gm: torch.fx.GraphModule, layouts: list) -> None:
         with g.inserting_after(n):
             kept = g.call_function(_restride, (n, layout, placeholders, inductor_view(n)))
         n.replace_all_uses_with(kept, delete_user_cb=lambda user: user is not kept)
+        for user in kept.users:  # Inductor's view of a buffer in any layout is an indexing, never an error
+            if user.target in _VIEWS_OF_ANY_LAYOUT:
+                user.target = torch.ops.aten.reshape.default
     gm.recompile()
+
+
+# Views a user of a restrided output reads it through: eager's refuses a layout it cannot view (soak seed
+# 971: the post-grad pass made an output contiguous, ``remove_noop_ops`` dropped the clone before its
+# ``_unsafe_view``, and the output's old strides came back); a reshape gives the same values.
+_VIEWS_OF_ANY_LAYOUT = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
 
 
 def _order(sizes, strides) -> list:

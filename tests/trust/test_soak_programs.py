@@ -337,6 +337,16 @@ def test_a_cat_of_one_input_that_inductor_keeps_fresh_is_still_charged_as_a_view
     assert not result.get("without_eqsat_too"), result
 
 
+def test_a_view_of_an_output_given_its_old_strides_back_is_no_crash():
+    """Soak seed 971 (training): the post-grad pass made an output (a slice, then an add) contiguous, so
+    ``remove_noop_ops`` dropped the clone its linear's ``_unsafe_view`` read, and the soak's imitation of
+    Inductor restrided the output to the slice's strides for that view too, which eager cannot view; Inductor
+    indexes a buffer in any layout. The view reads it as a reshape there."""
+    result = soak.run_case(971, train=True)
+    assert result["problems"] == [], result["problems"]
+    assert result["changed"], result
+
+
 # -- what the soak found: outputs in other layouts (R1's kind) through the post-grad pass -------------
 def _split_cat_of_a_slice_after_a_write(x):
     y = x.clone()

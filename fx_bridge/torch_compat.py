@@ -183,13 +183,44 @@ def compile_fx_with_post_grad_pass(make_pass: Callable[[tuple], Any] | None, con
     return functools.partial(compile_fx(), config_patches=patches) if patches else compile_fx()
 
 
-def aot_backend(compiler: Callable[[torch.fx.GraphModule, Sequence[Any]], Callable]) -> Callable:
+def aot_backend(compiler: Callable[[torch.fx.GraphModule, Sequence[Any]], Callable],
+                decompositions: dict | None = None) -> Callable:
     """A ``torch.compile`` backend running ``compiler`` on AOTAutograd's forward and backward Aten
-    graphs without Inductor's decompositions (tests exercise post-grad passes cheaply this way).
-    Input mutations stay in the graph as trailing ``copy_`` nodes, as Inductor asks for."""
+    graphs without Inductor's decompositions (tests exercise post-grad passes cheaply this way), or
+    with just ``decompositions`` (op → function). Input mutations stay in the graph as trailing
+    ``copy_`` nodes, as Inductor asks for."""
     from torch._dynamo.backends.common import aot_autograd
 
-    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, keep_inference_input_mutations=True)
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, keep_inference_input_mutations=True,
+                        **({"decompositions": decompositions} if decompositions else {}))
+
+
+def skip_guard_latency_profile() -> None:
+    """Dynamo times each new set of guards once, after flushing the CPU caches, for a debug log line
+    and a metric (``CheckFunctionManager``: ~26 ms a compile on a 2-core CPU, 7 % of a soak case);
+    a process compiling thousands of small graphs skips that timing. The guards are built and
+    checked as before: only the timing reads 0."""
+    import torch._dynamo.guards as guards
+
+    if hasattr(guards, "profile_guard_manager"):
+        guards.profile_guard_manager = lambda *args: 0.0
+
+
+def inductor_decompositions(ops: Sequence[Any]) -> dict:
+    """Inductor's own decompositions of ``ops`` (those it has), for a compile that imitates its graphs."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    table = select_decomp_table()
+    return {op: table[op] for op in ops if op in table}
+
+
+def inductor_remove_noop_ops(graph: torch.fx.Graph) -> None:
+    """Inductor's post-grad ``remove_noop_ops``: a clone, slice, cat of one input, … whose fake value
+    is its input's (sizes, strides, dtype) becomes that input, unless that would make an output
+    alias an input or another output anew. It runs after the custom pre-pass (ours)."""
+    from torch._inductor.fx_passes.post_grad import remove_noop_ops
+
+    remove_noop_ops(graph)
 
 
 def aten_schema_is_mutable(target: Any) -> bool:

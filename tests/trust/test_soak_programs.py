@@ -290,6 +290,63 @@ def test_strides_eqsat_changes_are_still_charged_to_it(monkeypatch):
     assert [k for k, _ in result["problems"]] == ["strides"], result
 
 
+@torch.library.custom_op("eqsat_soak_test::row_major_said_column_major", mutates_args=())
+def _said_column_major(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()                                    # run time: row-major, like x
+
+
+@_said_column_major.register_fake
+def _(x):
+    return torch.empty_strided(x.shape, (1, x.shape[0]), dtype=x.dtype, device=x.device)  # meta: column-major
+
+
+def _cat_of_one_piece_of_a_value_meta_says_is_column_major(x):
+    y = torch.ops.eqsat_soak_test.row_major_said_column_major(x)  # (2, 8): strides (8, 1), meta (1, 2)
+    return torch.cat([y[:, 5:6]], 1)  # eager: fresh, (1, 1); the piece itself: (8, 1), meta (1, 2)
+
+
+def test_a_cat_of_one_input_is_that_input_in_the_compile_without_eqsat_too():
+    """Soak seed 2002268 (torch 2.11, whose meta strides of ``aten.zero`` of a transposed view are not
+    its run-time ones; here a custom op): ``cat_single`` made the output the piece it concatenates, a
+    view whose meta strides agree with eager's where its run-time ones do not. Inductor alone does the
+    same (its decomposition makes a cat of one input a clone, and ``remove_noop_ops`` drops a clone
+    whose meta value is its input's), so the soak's compile without eqsat now imitates both."""
+    result = soak.check(soak.Case(0, "infer", _cat_of_one_piece_of_a_value_meta_says_is_column_major,
+                                  [torch.randn(2, 8)]))
+    assert result["problems"] == [], result["problems"]
+    assert result["without_eqsat_too"] == ["strides"], result
+
+
+def _cat_of_one_slice(x):
+    return torch.cat([(x * 2)[:, 1:3]], 1)  # a slice is not dense: Inductor's clone of it is fresh, eager's layout
+
+
+def _cat_of_one_is_its_input(gm, args):      # cat_single with no copy: the slice itself, a view
+    for n in gm.graph.find_nodes(op="call_function", target=torch.cat):
+        if len(n.args[0]) == 1:
+            n.replace_all_uses_with(n.args[0][0])
+            gm.graph.erase_node(n)
+    gm.recompile()
+    return gm(*args)
+
+
+def test_a_cat_of_one_input_that_inductor_keeps_fresh_is_still_charged_as_a_view(monkeypatch):
+    monkeypatch.setattr(soak, "_backend", lambda reports: _eager_then(_cat_of_one_is_its_input))
+    result = soak.check(soak.Case(0, "infer", _cat_of_one_slice, [torch.randn(6, 4)]))
+    assert [k for k, _ in result["problems"]] == ["strides"], result
+    assert not result.get("without_eqsat_too"), result
+
+
+def test_a_view_of_an_output_given_its_old_strides_back_is_no_crash():
+    """Soak seed 971 (training): the post-grad pass made an output (a slice, then an add) contiguous, so
+    ``remove_noop_ops`` dropped the clone its linear's ``_unsafe_view`` read, and the soak's imitation of
+    Inductor restrided the output to the slice's strides for that view too, which eager cannot view; Inductor
+    indexes a buffer in any layout. The view reads it as a reshape there."""
+    result = soak.run_case(971, train=True)
+    assert result["problems"] == [], result["problems"]
+    assert result["changed"], result
+
+
 # -- what the soak found: outputs in other layouts (R1's kind) through the post-grad pass -------------
 def _split_cat_of_a_slice_after_a_write(x):
     y = x.clone()

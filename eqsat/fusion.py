@@ -40,6 +40,8 @@ DTYPE_BYTES = {
     "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0, "scalar_float": 0,
 }
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
+# opaque kinds Triton lowers as several kernels (planned by ``_Planner``); the C++ model keeps one call
+TRITON_PLANNED = frozenset({"attention", "embedding_bag"})
 
 
 def class_bytes(view: EGraphView, cls: str) -> float | None:
@@ -159,7 +161,7 @@ class _Planner:
                 kind = "source" if frozen else "cat"
             elif node.ctor == "Opaque":
                 kind = opaque_kind(node.args[0][1])
-                kind = "extern" if kind == "attention" and not self.triton else kind
+                kind = "extern" if kind in TRITON_PLANNED and not self.triton else kind
             else:
                 kind = _FUSIBLE.get(cat, "extern")
             self.kind[cls] = kind
@@ -262,6 +264,9 @@ class _Planner:
             if k == "attention":
                 kernels.extend(self._decomposed_attention(cls, out_bytes, len(kernels), reads_of, inlined_views))
                 continue
+            if k == "embedding_bag":
+                kernels.extend(self._embedding_bag(cls, out_bytes, len(kernels), reads_of))
+                continue
             if k == "extern":
                 if cls in self.addmm.values():
                     continue  # computed by the addmm that reads it
@@ -323,6 +328,60 @@ class _Planner:
                       split=splits_reduction(rows, keys, True, self.split_sms))
         add("extern", cls, out_bytes, (0, 0), {softmax: score_bytes, copies[2]: kernels[2].out_bytes})
         return kernels
+
+    def _embedding_bag(self, cls: str, out_bytes: float, first: int, reads_of) -> list[Kernel]:
+        """``F.embedding_bag`` of 2-D ids as Inductor lowers it: the offsets ``arange`` is a Triton
+        kernel of its own (it reads nothing, so nothing fuses with it), the ids are flattened, a copy
+        when they are a strided view (a slice of the ids of several tables), then one extern call.
+        Fake H200: a bag of contiguous 2-D ids is 1 kernel + 1 call, of ``ids[:, t]`` 2 + 1; DLRM's
+        8 bags were planned as 8 launches, Inductor makes 24."""
+        view = self.view
+        ids, *rest = self.tensor_inputs(cls)
+        shape = view.shape.get(ids) or ()
+        kernels: list[Kernel] = []
+        if len(shape) == 2:
+            offsets = f"offsets:{cls}"
+            kernels.append(Kernel(first, "pointwise", offsets, float(shape[0] * DTYPE_BYTES["int64"]),
+                                  (shape[0], 1), {}, shape[0]))
+            reads = {offsets: kernels[0].out_bytes}
+            if not self._contiguous(ids):
+                flat = f"flat:{cls}"
+                kernels.append(Kernel(first + 1, "pointwise", flat, class_bytes(view, ids) or 0.0,
+                                      (max(numel(view, ids), 1), 1), reads_of(cls, [ids]), shape[0],
+                                      frozenset({ids})))
+                reads[flat] = kernels[-1].out_bytes
+            else:
+                reads.update(reads_of(cls, [ids]))
+        else:
+            rest = [ids, *rest]
+            reads = {}
+        kernels.append(Kernel(first + len(kernels), "extern", cls, out_bytes, (0, 0), {**reads, **reads_of(cls, rest)}))
+        return kernels
+
+    def _contiguous(self, cls: str) -> bool:
+        """Whether a view is laid out as its own contiguous tensor: every slice or split piece it
+        takes (through reshapes and squeezes) is along the first dim of extent above 1, every
+        permute keeps the order of those dims, and nothing is expanded."""
+        view = self.view
+        while cls != self.base.get(cls, cls):
+            node = self.node(cls)
+            if node.ctor == "Get" and self.node(node.children[0]).ctor != "Split":
+                return True  # an output of a multi-output op
+            src = self.node(node.children[0]).children[0] if node.ctor == "Get" else node.children[0]
+            outer, inner = view.shape.get(cls), view.shape.get(src)
+            if node.ctor == "Expand" or outer is None or inner is None:
+                return False
+            if node.ctor in ("Narrow", "Get") and len(outer) == len(inner):
+                cut = next((d for d, (a, b) in enumerate(zip(outer, inner)) if a != b), 0)
+                if math.prod(inner[:cut]) > 1:
+                    return False
+            if node.ctor == "Permute":
+                perm = next(a[1] for a in node.args if a[0] != "class")
+                kept = [d for d in perm if inner[d] != 1]
+                if kept != sorted(kept):
+                    return False
+            cls = src
+        return True
 
     def _selects_part(self, cls: str) -> bool:
         """``cls`` is a slice or a split piece of its buffer (through any views), not all of it."""

@@ -349,6 +349,7 @@ SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (fx_bridge
 DECOMPOSED_ATTENTION = ":decomposed_on_cuda"
 TORCH_IR_KINDS: dict[str, str] = {
     SDPA_NAME + DECOMPOSED_ATTENTION: "attention",
+    "embedding_bag": "embedding_bag",  # offsets and flattened ids first (``eqsat.fusion``)
     **dict.fromkeys(["embedding", "arange", "gather", "where", "diff", "zeros", "ones", "full", "zeros_like",
                      "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "masked_fill", "getitem",
                      "max_pool2d"], "pointwise"),

@@ -42,6 +42,8 @@ DTYPE_BYTES = {
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
 # opaque kinds Triton lowers as several kernels (planned by ``_Planner``); the C++ model keeps one call
 TRITON_PLANNED = frozenset({"attention", "embedding_bag"})
+SORT_MAX_RBLOCK = 512  # ir.Sort.create: a larger sort falls back to aten.sort
+INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
 
 
 def class_bytes(view: EGraphView, cls: str) -> float | None:
@@ -63,6 +65,25 @@ def matmul_writes_cat_slice(view: EGraphView, cls: str) -> bool:
     kernel of its own (H200 probe: cat([layer_norm(x), bmm(a, b)]) is 3 launches, with mm it is 2)."""
     shape = view.shape.get(cls)
     return shape is not None and len(shape) == 2
+
+
+# matmuls Inductor lowers as a batched matmul (no M = 1 or N = 1 exception), and where their left operand is
+_BATCHED = {"Bmm", "Baddbmm"}
+_LEFT_OPERAND = {"Addmm": 1, "Baddbmm": 1}
+
+
+def outer_product(view: EGraphView, node: ENode) -> bool:
+    """A matmul contracting one element, which Inductor decomposes for a GPU into a broadcast
+    multiply (``torch._inductor.decomposition``: a ``bmm`` of ``[B, M, 1] @ [B, 1, N]``, an ``mm`` or
+    ``addmm`` with K = 1 unless M or N is 1): a pointwise op that fuses, no extern call. The rotary
+    embedding's ``inv_freq @ position_ids`` of Llama-style models (fake H200: Mixtral's 2)."""
+    a = node.children[_LEFT_OPERAND.get(node.ctor, 0)]
+    shape_a, out = view.shape.get(a), view.shape.get(node.eclass)
+    if not shape_a or not out or len(out) < 2 or shape_a[-1] != 1:
+        return False
+    b = node.children[_LEFT_OPERAND.get(node.ctor, 0) + 1] if len(node.children) > 1 else None
+    batched = node.ctor in _BATCHED or node.ctor == "Matmul" and len(view.shape.get(b) or ()) >= 3
+    return batched or (out[-2] != 1 and out[-1] != 1)
 
 
 def list_elements(view: EGraphView, list_cls: str, choice: Choice | None = None) -> list[str]:
@@ -101,6 +122,7 @@ class Kernel:
     fuses: bool = True          # False: a generated kernel that fuses with nothing (a scatter)
     split: bool = False         # a reduction Triton runs in two kernels (see ``splits_reduction``)
     inner: bool = True          # a reduction of the innermost dims (``_Planner._inner_reduction``)
+    index_reads: frozenset = frozenset()  # a scatter's index and values: their producers fuse into it
 
 
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
@@ -162,6 +184,9 @@ class _Planner:
             elif node.ctor == "Opaque":
                 kind = opaque_kind(node.args[0][1])
                 kind = "extern" if kind in TRITON_PLANNED and not self.triton else kind
+                kind = self._triton_kind(cls, kind) if kind in ("sort", "index_assign") else kind
+            elif self.triton and cat == Category.MATMUL and outer_product(view, node):
+                kind = "pointwise"
             else:
                 kind = _FUSIBLE.get(cat, "extern")
             self.kind[cls] = kind
@@ -253,13 +278,15 @@ class _Planner:
             out_bytes = sum(class_bytes(view, c) or 0.0 for c in self._outputs(cls))
             if k == "scatter":  # a clone of the first input (a fusible kernel), then the scatter into it
                 first, *rest = self.tensor_inputs(cls)
-                clone = f"clone:{cls}"
-                kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
-                                      (max(numel(view, first), 1), 1), reads_of(cls, [first]), _lead(view, first),
-                                      inlined_views.get(base[first], frozenset({first}))))
-                reads = {**reads_of(cls, rest), clone: kernels[-1].out_bytes}
+                reads = reads_of(cls, rest)
+                if not self._fresh(first):  # an ``empty`` is scattered into where it is: no clone
+                    clone = f"clone:{cls}"
+                    kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
+                                          (max(numel(view, first), 1), 1), reads_of(cls, [first]),
+                                          _lead(view, first), inlined_views.get(base[first], frozenset({first}))))
+                    reads[clone] = kernels[-1].out_bytes
                 kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k), reads,
-                                      fuses=False))
+                                      fuses=False, index_reads=frozenset(reads_of(cls, rest))))
                 continue
             if k == "attention":
                 kernels.extend(self._decomposed_attention(cls, out_bytes, len(kernels), reads_of, inlined_views))
@@ -328,6 +355,27 @@ class _Planner:
                       split=splits_reduction(rows, keys, True, self.split_sms))
         add("extern", cls, out_bytes, (0, 0), {softmax: score_bytes, copies[2]: kernels[2].out_bytes})
         return kernels
+
+    def _triton_kind(self, cls: str, kind: str) -> str:
+        """Opaque ops Triton lowers unlike the C++ backend: a ``sort`` of at most 512 elements is one
+        persistent Triton kernel (``ir.Sort``: a reduction over the sorted dim, taken as the last),
+        a larger one an extern call; ``t[index] = value`` (our functional ``index_assign``) with a
+        tensor index is a scatter (``index_put``), with slices a pointwise ``slice_scatter``. Fake H200: Mixtral's expert sort and inverse
+        permutation, planned as 2 calls and a kernel, are one kernel."""
+        if not self.triton:
+            return "extern"
+        first, *rest = self.tensor_inputs(cls)
+        if kind == "sort":
+            shape = self.view.shape.get(first)
+            return "reduction" if shape and shape[-1] <= SORT_MAX_RBLOCK else "extern"
+        index = [c for c in rest if str(self.view.dtype.get(c)) in INDEX_DTYPES]
+        scatter = index and (len(rest) == 2 or self.view.dtype.get(first) != self.view.dtype.get(index[0]))
+        return "scatter" if scatter else "pointwise"  # a basic index: a slice_scatter
+
+    def _fresh(self, cls: str) -> bool:
+        """An uninitialised tensor (``empty``, ``empty_like``): nothing to copy before writing it."""
+        node = self.node(self.base.get(cls, cls))
+        return node.ctor == "Opaque" and opaque_kind(node.args[0][1]) == "source"
 
     def _embedding_bag(self, cls: str, out_bytes: float, first: int, reads_of) -> list[Kernel]:
         """``F.embedding_bag`` of 2-D ids as Inductor lowers it: the offsets ``arange`` is a Triton
@@ -580,8 +628,9 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
     fusible = [k for k in kernels if k.kind != "extern" and k.fuses]
     writers: dict[str, list[int]] = {}  # buffer → its fusible writers (a cat: every slice writer)
     joined: set[str] = set()  # buffers whose writers are all in one group (union-find: for good)
-    for k in fusible:  # vertical: producer → consumer, also through a cat's slice writers
-        for buf in k.reads:
+    scatters = [k for k in kernels if not k.fuses and k.index_reads]
+    for k in fusible + scatters:  # vertical: producer → consumer, also through a cat's slice writers
+        for buf in (k.reads if k.fuses else k.index_reads):
             if buf not in writers:
                 writers[buf] = [p.index for w in aliases.get(buf, (buf,))
                                 if (p := producer.get(w)) is not None and p.kind != "extern" and p.fuses]

@@ -294,6 +294,9 @@ class _Planner:
             if k == "embedding_bag":
                 kernels.extend(self._embedding_bag(cls, out_bytes, len(kernels), reads_of))
                 continue
+            if k == "extern" and self.triton and self._unfolded_bias(cls):
+                kernels.extend(self._batched_linear(cls, out_bytes, len(kernels), reads_of, views_of))
+                continue
             if k == "extern":
                 if cls in self.addmm.values():
                     continue  # computed by the addmm that reads it
@@ -355,6 +358,42 @@ class _Planner:
                       split=splits_reduction(rows, keys, True, self.split_sms))
         add("extern", cls, out_bytes, (0, 0), {softmax: score_bytes, copies[2]: kernels[2].out_bytes})
         return kernels
+
+    def _unfolded_bias(self, cls: str) -> bool:
+        """A biased linear of a 3-D (or more) input whose leading dims are broadcast (an expanded
+        parameter, e.g. a set of learned queries per batch): ``matmul`` cannot fold it into an ``mm``
+        without a copy, so Aten runs a ``bmm`` and the bias add is a pointwise op of its own, not
+        the ``addmm`` epilogue (fake H200: interformer's pooling queries, 3 ``bmm`` and 3 adds)."""
+        node = self.node(cls)
+        if node.ctor != "Linear" or self.node(node.children[2]).ctor == "NoneT":
+            return False
+        x = node.children[0]
+        shape = self.view.shape.get(x)
+        return shape is not None and len(shape) >= 3 and self._broadcast_leading(x)
+
+    def _broadcast_leading(self, cls: str) -> bool:
+        """Whether a view expands a dim before the last two to more than one element."""
+        while cls != self.base.get(cls, cls):
+            node = self.node(cls)
+            if node.ctor == "Expand":
+                outer, inner = self.view.shape.get(cls) or (), self.view.shape.get(node.children[0]) or ()
+                inner = (1,) * (len(outer) - len(inner)) + tuple(inner)
+                if any(a > 1 and b == 1 for a, b in zip(outer[:-2], inner[:-2])):
+                    return True
+            if node.ctor == "Get" and self.node(node.children[0]).ctor != "Split":
+                return False
+            cls = self.node(node.children[0]).children[0] if node.ctor == "Get" else node.children[0]
+        return False
+
+    def _batched_linear(self, cls: str, out_bytes: float, first: int, reads_of, views_of) -> list[Kernel]:
+        """``_unfolded_bias``: the ``bmm`` (an extern call), then the bias add (a pointwise kernel
+        that fuses with pointwise consumers like any other)."""
+        x, w, b = self.node(cls).children
+        product = f"bmm:{cls}"
+        space = (max(numel(self.view, cls), 1), 1)
+        return [Kernel(first, "extern", product, out_bytes, (0, 0), reads_of(cls, [x, w]), views=views_of(cls)),
+                Kernel(first + 1, "pointwise", cls, out_bytes, space, {product: out_bytes, **reads_of(cls, [b])},
+                       _lead(self.view, cls), frozenset({product, b}))]
 
     def _triton_kind(self, cls: str, kind: str) -> str:
         """Opaque ops Triton lowers unlike the C++ backend: a ``sort`` of at most 512 elements is one

@@ -150,6 +150,7 @@ class _Planner:
         self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
         self.epilogues: set[str] = set()  # pointwise classes reading a reduction (through pointwise ops)
         self.pieces: dict[str, list[str]] = {}  # tuple class → its chosen ``Get`` classes
+        self.readers: dict[str, list[str]] = {}  # class (views too) → the classes reading it
 
     def node(self, cls: str) -> ENode:
         return self.view.nodes[self.choice[cls]]
@@ -194,6 +195,9 @@ class _Planner:
             self.base[cls] = self.base[ins[0]] if ins else cls
             if node.ctor == "Get" and self.base[cls] == node.children[0]:
                 self.pieces.setdefault(node.children[0], []).append(cls)
+            if kind != "list":
+                for c in self.tensor_inputs(cls):
+                    self.readers.setdefault(c, []).append(cls)
             if kind in ("view", "list"):
                 continue
             for c in self.tensor_inputs(cls):
@@ -235,17 +239,22 @@ class _Planner:
         inlined_views: dict[str, frozenset] = {}     # … and the exact tensors behind those reads
         in_place: set[str] = set()                   # computed buffers a cat writes into its slice
         pointwise_cats: set[str] = set()
+        concat_diffs: set[str] = set()  # ``torch.diff`` of a ``prepend``/``append`` Inductor concatenates first
         for cls in self.order:
             if kind[cls] == "cat":
                 elems = [base[e] for e in self.tensor_inputs(cls)]
                 all_pw_users = all(kind.get(u) in ("pointwise", "reduction") for u in self.users.get(cls, ()))
                 if len(elems) <= self.pointwise_cat_inputs and (
-                        (all_pw_users and cls not in root_bufs) or self._copies_every_input(cls)):
+                        (all_pw_users and cls not in root_bufs) or self._copies_every_input(cls)) and not (
+                        self._input_read_elsewhere(cls)):
                     pointwise_cats.add(cls)
                 else:
                     in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction") or (
                         kind[e] == "extern" and matmul_writes_cat_slice(view, e)
                         and (CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL or e in self.addmm)))
+            elif self._concat_diff(cls):
+                concat_diffs.add(cls)
+                in_place.update(base[e] for e in self.tensor_inputs(cls) if kind[base[e]] in ("pointwise", "reduction"))
 
         def reads_of(cls: str, inputs: list[str] | None = None) -> dict[str, float]:
             """Buffers a computation reads, looking through inlined pointwise producers."""
@@ -270,6 +279,22 @@ class _Planner:
                 if not str(view.dtype.get(c, "")).startswith("scalar"):  # Python scalars are no reads
                     out |= {c} if self._selects_part(c) else inlined_views.get(base[c], {c})
             return frozenset(out)
+
+        def write_slices(buf: str, cls: str) -> None:
+            """The ConcatKernel ``buf`` of ``cls``'s inputs: computed ones written in place, a copy
+            kernel for every other."""
+            writers = self.cat_writers[buf] = []
+            for i, e in enumerate(self.tensor_inputs(cls)):
+                if base[e] in in_place and kind[e] != "view":
+                    writers.append(e)
+                    continue
+                eb = class_bytes(view, e) or 0.0
+                reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
+                writers.append(f"copy:{buf}:{i}")
+                kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
+                                      (max(numel(view, e), 1), 1), reads, _lead(view, e),
+                                      inlined_views.get(base[e], frozenset({e})),
+                                      copy_of=buf, copies_input=kind[e] == "source"))
 
         for cls in self.order:
             k = kind[cls]
@@ -306,20 +331,13 @@ class _Planner:
                                       views=views_of(cls)))
                 continue
             if k == "cat" and cls not in pointwise_cats:
-                writers = self.cat_writers[cls] = []
-                for i, e in enumerate(self.tensor_inputs(cls)):
-                    if base[e] in in_place and kind[e] != "view":
-                        writers.append(e)
-                        continue
-                    eb = class_bytes(view, e) or 0.0
-                    reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
-                    writers.append(f"copy:{cls}:{i}")
-                    kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
-                                          (max(numel(view, e), 1), 1), reads, _lead(view, e),
-                                          inlined_views.get(base[e], frozenset({e})),
-                                          copy_of=cls, copies_input=kind[e] == "source"))
+                write_slices(cls, cls)
                 continue
-            reads = reads_of(cls)
+            if cls in concat_diffs:
+                write_slices(f"cat:{cls}", cls)
+                reads = {f"cat:{cls}": sum(class_bytes(view, e) or 0.0 for e in self.tensor_inputs(cls))}
+            else:
+                reads = reads_of(cls)
             users = self.users.get(cls, [])
             if k in ("pointwise", "cat") and not self._must_materialize(cls, users, reads, root_bufs, in_place):
                 inlined[cls], inlined_views[cls] = reads, views_of(cls)
@@ -483,6 +501,32 @@ class _Planner:
         node = self.node(cls)
         return self.base.get(cls, cls) in self.view.params or (
             node.ctor == "Pad" and self.base.get(node.children[0], node.children[0]) in self.view.params)
+
+    def _concat_diff(self, cls: str) -> bool:
+        """``torch.diff(x, prepend=p)`` is ``cat([p, x])`` and two slices of it to Inductor: Triton
+        keeps that cat a ConcatKernel on the same condition as any (``_input_read_elsewhere``)."""
+        node = self.node(cls)
+        return (self.triton and self.kind[cls] == "pointwise" and node.ctor == "Opaque"
+                and op_name_of_key(node.args[0][1]).rsplit(".", 1)[-1] == "diff"
+                and len(self.tensor_inputs(cls)) > 1 and self._input_read_elsewhere(cls))
+
+    def _input_read_elsewhere(self, cls: str) -> bool:
+        """Inductor keeps a cat a ConcatKernel (its inputs written into their slices) when an input
+        has another reader: a pointwise one would recompute what the pointwise cat inlines, and an
+        unmaterialized pointwise input would be computed twice (``lowering.cat``'s multi-consumer
+        check). Fake H200: ``torch.diff(p, prepend=p[:, :1] - 1)`` of transformers 5's packed-
+        sequence mask is two slice copies and the consumer, 3 kernels, where the model planned 1."""
+        for e in self.tensor_inputs(cls):
+            others = [u for u in self.readers.get(e, ()) if u != cls]
+            if any(self._pointwise_use(u) for u in others) or (self.kind[e] == "pointwise" and others):
+                return True
+        return False
+
+    def _pointwise_use(self, cls: str) -> bool:
+        """Inductor's ``is_pointwise_use``: a pointwise op, or a view all of whose readers are."""
+        if self.kind.get(cls) == "view":
+            return all(self._pointwise_use(u) for u in self.readers.get(cls, ()))
+        return self.kind.get(cls) == "pointwise"
 
     def _copies_every_input(self, cls: str) -> bool:
         """Triton's horizontal cat: when no input is a buffer its producer could write into the cat
@@ -677,6 +721,8 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
             if buf not in joined and len({groups.find(i) for i in ws}) <= 1:
                 joined.add(buf)
             # one group: the first merge decides for all (the rest would repeat it with the same groups)
+            if buf in aliases and not outer_loop:
+                continue  # Triton: a slice writer writes other indices than the cat's reader reads
             for i in ws[:1] if buf in joined else ws:
                 groups.try_merge(i, k.index)
     copies: dict[str, list[Kernel]] = {}

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .ops import CTOR_CATEGORY, Category, is_free_unary, op_name_of_key, opaque_kind
+from .ops import SDPA_NAME, CTOR_CATEGORY, Category, is_free_unary, op_name_of_key, opaque_kind
 
 from .serialized import Choice, EGraphView, ENode, walk
 
@@ -177,7 +177,7 @@ class _Planner:
             elif cat == Category.VIEW or is_free_unary(node.ctor, node.args):
                 kind = "view"
             elif node.ctor == "Contiguous":
-                kind = "pointwise"
+                kind = "view" if self.triton and self._heads_back_in_place(node.children[0]) else "pointwise"
             elif node.ctor in ("Cat", "Stack"):
                 elems = self.tensor_inputs(cls)
                 frozen = self.frozen_params and all(self._folded(e) for e in elems)
@@ -254,7 +254,7 @@ class _Planner:
                         and (CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL or e in self.addmm)))
             elif self._concat_diff(cls):
                 concat_diffs.add(cls)
-                in_place.update(base[e] for e in self.tensor_inputs(cls) if kind[base[e]] in ("pointwise", "reduction"))
+                in_place.update(e for e in self.tensor_inputs(cls) if kind[e] in ("pointwise", "reduction"))
 
         def reads_of(cls: str, inputs: list[str] | None = None) -> dict[str, float]:
             """Buffers a computation reads, looking through inlined pointwise producers."""
@@ -378,33 +378,21 @@ class _Planner:
         return kernels
 
     def _unfolded_bias(self, cls: str) -> bool:
-        """A biased linear of a 3-D (or more) input whose leading dims are broadcast (an expanded
-        parameter, e.g. a set of learned queries per batch): ``matmul`` cannot fold it into an ``mm``
-        without a copy, so Aten runs a ``bmm`` and the bias add is a pointwise op of its own, not
-        the ``addmm`` epilogue (fake H200: interformer's pooling queries, 3 ``bmm`` and 3 adds)."""
+        """A biased linear of a 3-D (or more) input that is not contiguous (an expanded parameter,
+        e.g. learned queries per batch; a slice; a piece of a stack along dim 1): Aten's ``linear``
+        takes the ``addmm`` path only for a contiguous input, else it runs ``matmul`` (a ``bmm``
+        on the fake H200) and adds the bias as a pointwise op of its own (interformer's pooling
+        queries: 3 ``bmm`` and 3 adds; BART's cross-attention k/v projections of the layer norms
+        eqsat batches)."""
         node = self.node(cls)
         if node.ctor != "Linear" or self.node(node.children[2]).ctor == "NoneT":
             return False
         x = node.children[0]
         shape = self.view.shape.get(x)
-        return shape is not None and len(shape) >= 3 and self._broadcast_leading(x)
-
-    def _broadcast_leading(self, cls: str) -> bool:
-        """Whether a view expands a dim before the last two to more than one element."""
-        while cls != self.base.get(cls, cls):
-            node = self.node(cls)
-            if node.ctor == "Expand":
-                outer, inner = self.view.shape.get(cls) or (), self.view.shape.get(node.children[0]) or ()
-                inner = (1,) * (len(outer) - len(inner)) + tuple(inner)
-                if any(a > 1 and b == 1 for a, b in zip(outer[:-2], inner[:-2])):
-                    return True
-            if node.ctor == "Get" and self.node(node.children[0]).ctor != "Split":
-                return False
-            cls = self.node(node.children[0]).children[0] if node.ctor == "Get" else node.children[0]
-        return False
+        return shape is not None and len(shape) >= 3 and not self._contiguous(x)
 
     def _batched_linear(self, cls: str, out_bytes: float, first: int, reads_of, views_of) -> list[Kernel]:
-        """``_unfolded_bias``: the ``bmm`` (an extern call), then the bias add (a pointwise kernel
+        """``_unfolded_bias``: the matmul (an extern call), then the bias add (a pointwise kernel
         that fuses with pointwise consumers like any other)."""
         x, w, b = self.node(cls).children
         product = f"bmm:{cls}"
@@ -501,6 +489,21 @@ class _Planner:
         node = self.node(cls)
         return self.base.get(cls, cls) in self.view.params or (
             node.ctor == "Pad" and self.base.get(node.children[0], node.children[0]) in self.view.params)
+
+    def _heads_back_in_place(self, cls: str) -> bool:
+        """``attention(...).transpose(1, 2)`` of a call CUDA runs fused: flash and memory-efficient
+        attention write their output as (batch, seq, heads, dim) and return it transposed, so the
+        transpose back is contiguous and ``.contiguous()`` copies nothing (fake H200: GPT-2, Llama,
+        Mixtral have no kernel there; the math decomposition's bmm output does need the copy)."""
+        node = self.node(cls)
+        if node.ctor != "Permute" or [d for d in next(a[1] for a in node.args if a[0] != "class")] != [0, 2, 1, 3]:
+            return False
+        src = self.node(node.children[0])
+        if src.ctor != "Get":
+            return False
+        call = self.node(src.children[0])
+        return (call.ctor == "Opaque" and opaque_kind(call.args[0][1]) == "extern"
+                and op_name_of_key(call.args[0][1]).endswith(SDPA_NAME))
 
     def _concat_diff(self, cls: str) -> bool:
         """``torch.diff(x, prepend=p)`` is ``cat([p, x])`` and two slices of it to Inductor: Triton

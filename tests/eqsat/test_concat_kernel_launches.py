@@ -20,6 +20,13 @@ def _packed_sequence_mask(offset):
     return (torch.diff(position_ids, prepend=first, dim=-1) != 1).cumsum(-1)
 
 
+def _packed_sequence_mask_of_a_view(offset):
+    """GPT-2's spelling: the positions an unsqueezed view of a computed buffer."""
+    position_ids = (torch.arange(16) + offset).unsqueeze(0)
+    first = position_ids[:, :1] - 1
+    return (torch.diff(position_ids, prepend=first, dim=-1) != 1).cumsum(-1)
+
+
 def _row_scaled_sum(a, x):
     s = a.exp()
     return s, (x * s).sum(-1)
@@ -30,6 +37,7 @@ CASES = {
     # an input also read by a pointwise op elsewhere: ConcatKernel, and its slice writers do not fuse
     # with the cat's reader (they write other indices than it reads)
     "packed_sequence_mask": (_packed_sequence_mask, (torch.tensor(0),), (3, 0)),
+    "packed_sequence_mask_of_a_view": (_packed_sequence_mask_of_a_view, (torch.tensor(0),), (3, 0)),
     "diff_prepend_pointwise_user": (lambda p: torch.diff(p, prepend=p[:, :1] - 1, dim=-1) * 2,
                                     (torch.randn(2, 16),), (3, 0)),
     "cat_read_elsewhere_into_sum": (lambda p: torch.cat([p[:, :1] - 1, p], 1).sum(-1), (torch.randn(2, 16),), (3, 0)),

@@ -71,3 +71,26 @@ def test_min_and_max_over_dims_stay_reductions(fn):
     x = torch.randn(64, 64)
     predicted, _ = _predicted(fn, x)
     assert sum(predicted) == 1
+
+
+def _fused_attention_heads_merged(q, k, v):
+    out = F.scaled_dot_product_attention(_heads(q), _heads(k), _heads(v), is_causal=True)
+    return out.transpose(1, 2).contiguous().view(2, 128, 256) @ W
+
+
+W = torch.nn.Parameter(torch.randn(256, 256))
+
+
+def test_merging_the_heads_of_fused_attention_copies_nothing_on_a_gpu():
+    """Flash and memory-efficient attention write (batch, seq, heads, dim) and return it transposed:
+    ``.transpose(1, 2).contiguous()`` is free (GPT-2, Llama, Mixtral: one kernel a layer too many)."""
+    predicted, graph = _predicted(_fused_attention_heads_merged, *QKV)
+    assert predicted == (0, 2)  # the attention call, the projection
+    assert _counted(*graph) in (None, (0, 2))
+
+
+def test_merging_the_heads_of_decomposed_attention_is_still_a_copy():
+    fn = lambda q, k, v, keep: _padding_mask_attention(q, k, v, keep).transpose(1, 2).contiguous()  # noqa: E731
+    predicted, graph = _predicted(fn, *QKV, KEEP)
+    assert predicted == (5, 2)
+    assert _counted(*graph) in (None, (5, 2))

@@ -176,8 +176,8 @@ class _Planner:
                 kind = "source"
             elif cat == Category.VIEW or is_free_unary(node.ctor, node.args):
                 kind = "view"
-            elif node.ctor == "Contiguous":
-                kind = "view" if self.triton and self._heads_back_in_place(node.children[0]) else "pointwise"
+            elif node.ctor == "Contiguous":  # a clone of a contiguous layout: a no-op post-grad removes
+                kind = "view" if self.triton and self._contiguous(node.children[0]) else "pointwise"
             elif node.ctor in ("Cat", "Stack"):
                 elems = self.tensor_inputs(cls)
                 frozen = self.frozen_params and all(self._folded(e) for e in elems)
@@ -458,7 +458,7 @@ class _Planner:
         view = self.view
         while cls != self.base.get(cls, cls):
             node = self.node(cls)
-            if node.ctor == "Get" and self.node(node.children[0]).ctor != "Split":
+            if node.ctor == "Get" and self.node(node.children[0]).ctor != "Split" or self._heads_back_in_place(cls):
                 return True  # an output of a multi-output op
             src = self.node(node.children[0]).children[0] if node.ctor == "Get" else node.children[0]
             outer, inner = view.shape.get(cls), view.shape.get(src)
@@ -493,8 +493,8 @@ class _Planner:
     def _heads_back_in_place(self, cls: str) -> bool:
         """``attention(...).transpose(1, 2)`` of a call CUDA runs fused: flash and memory-efficient
         attention write their output as (batch, seq, heads, dim) and return it transposed, so the
-        transpose back is contiguous and ``.contiguous()`` copies nothing (fake H200: GPT-2, Llama,
-        Mixtral have no kernel there; the math decomposition's bmm output does need the copy)."""
+        transpose back is contiguous (fake H200: GPT-2, Llama, Mixtral have no kernel there; the
+        math decomposition's bmm output does need the copy)."""
         node = self.node(cls)
         if node.ctor != "Permute" or [d for d in next(a[1] for a in node.args if a[0] != "class")] != [0, 2, 1, 3]:
             return False
@@ -535,11 +535,12 @@ class _Planner:
         """Triton's horizontal cat: when no input is a buffer its producer could write into the cat
         (each is a pointwise op only the cat reads and that reads no reduction, or a view of a
         computed buffer or of an input), Inductor lowers the cat as one pointwise kernel instead of a
-        copy per input."""
+        copy per input (H200 probe: ten_unequal_linears' ``cat(split(wide))`` of a ConcatKernel's 8
+        pieces is one kernel)."""
         for e in self.tensor_inputs(cls):
             k, b = self.kind[e], self.base[e]
             if not ((k == "pointwise" and len(set(self.users.get(e, ()))) == 1 and e not in self.epilogues)
-                    or (k == "view" and self.kind[b] in ("source", "extern", "reduction")) or k == "source"):
+                    or (k == "view" and self.kind[b] in ("source", "extern", "reduction", "cat")) or k == "source"):
                 return False
         return True
 

@@ -11,6 +11,8 @@ from eqsat.cost import CostModel
 from fx_bridge.inductor_probe import available, count_launches
 from fx_bridge.pipeline import price_input
 
+F = torch.nn.functional
+
 GPU = CostModel.for_device("cuda")
 
 
@@ -33,6 +35,15 @@ def _row_scaled_sum(a, x):
 
 
 RELU10 = [torch.randn(4, 8) for _ in range(10)]
+WS = [torch.nn.Parameter(torch.randn(10 - i % 5, 10)) for i in range(10)]
+BS = [torch.nn.Parameter(torch.randn(10 - i % 5)) for i in range(10)]
+V = torch.nn.Parameter(torch.randn(10, 10))
+
+
+def _tall_of_wide(x):
+    """Optimus' unequal linears: the pieces of a ConcatKernel stacked along the batch by a cat."""
+    wide = torch.cat([F.linear(x, w, b) for w, b in zip(WS, BS)], 1)
+    return torch.cat(torch.split(wide, 10, 1)) @ V
 CASES = {
     # an input also read by a pointwise op elsewhere: ConcatKernel, and its slice writers do not fuse
     # with the cat's reader (they write other indices than it reads)
@@ -43,6 +54,8 @@ CASES = {
     "cat_read_elsewhere_into_sum": (lambda p: torch.cat([p[:, :1] - 1, p], 1).sum(-1), (torch.randn(2, 16),), (3, 0)),
     "cat_read_elsewhere_into_mul": (lambda p: torch.cat([p[:, :1] - 1, p], 1) * 2, (torch.randn(2, 16),), (3, 0)),
     "cat_of_ten_into_sum": (lambda *xs: torch.cat([x.relu() for x in xs], 1).sum(-1), RELU10, (11, 0)),
+    # 8 views of a ConcatKernel's buffer, all needing a copy: one pointwise cat (the model: 8 copies)
+    "cat_of_a_cats_pieces": (_tall_of_wide, (torch.randn(4, 10),), (1, 11)),
     # what must not change: a per-row producer still fuses into the row sum reading it
     "row_producer_into_sum": (_row_scaled_sum, (torch.randn(64, 1), torch.randn(64, 128)), (1, 0)),
     "pointwise_cat": (lambda a, b: torch.cat([a.exp(), b.relu()], 1) * 2, (torch.randn(4, 8), torch.randn(4, 8)), (1, 0)),

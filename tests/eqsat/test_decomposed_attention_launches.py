@@ -103,3 +103,11 @@ def test_a_contiguous_of_a_contiguous_layout_is_no_kernel_on_a_gpu():
     predicted, graph = _predicted(fn, *QKV)
     assert predicted == (0, 3)
     assert _counted(*graph) in (None, (0, 3))
+
+
+def test_contiguous_of_a_transpose_moving_only_a_unit_dim_is_no_kernel():
+    """``is_contiguous`` ignores the strides of unit dims: tracing drops the call, nothing to copy."""
+    fn = lambda x: x.view(2, 128, 1, 256).transpose(1, 2).contiguous().view(2, 128, 256) @ W  # noqa: E731
+    predicted, graph = _predicted(fn, torch.randn(2, 128, 256))
+    assert predicted == (0, 1)
+    assert _counted(*graph) in (None, (0, 1))

@@ -24,6 +24,14 @@ rules: a fused group keeps one iteration space (``_Groups``: a layer norm backwa
 sums are two kernels); Triton splits reductions with too few outputs; an ``add`` of a single-use
 ``mm`` is the ``addmm`` Inductor's post-grad pattern makes of it (``absorb_bias_adds``); and opaque
 Aten ops with an Inductor lowering fuse as the code it generates (``eqsat.ops.OPAQUE_KINDS``).
+
+The zoo of current-library models on the fake-H200 probe (issue 29) added, for Triton: an
+``embedding_bag``'s offsets and flattened ids; a matmul contracting one element is pointwise
+(``outer_product``); a small ``sort`` is a kernel and ``t[idx] = v`` a scatter; a biased linear of
+a non-contiguous 3-D input is a matmul and an add (``_unfolded_bias``); a cat with an input read
+elsewhere stays a ConcatKernel (``_input_read_elsewhere``, ``torch.diff`` with ``prepend`` too) and
+its slice writers never fuse with its reader; a clone of a contiguous layout (fused attention's
+merged heads included) is no kernel.
 """
 from __future__ import annotations
 

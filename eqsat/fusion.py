@@ -182,6 +182,8 @@ class _Planner:
                 kind = "list"
             elif cat == Category.SOURCE:
                 kind = "source"
+            elif self.triton and node.ctor == "View" and self._reshapes_a_broadcast(node):
+                kind = "pointwise"  # reshape copies: a dim expanded from 1 merged with another
             elif cat == Category.VIEW or is_free_unary(node.ctor, node.args):
                 kind = "view"
             elif node.ctor == "Contiguous":  # a clone of a contiguous layout: a no-op post-grad removes
@@ -497,6 +499,36 @@ class _Planner:
         node = self.node(cls)
         return self.base.get(cls, cls) in self.view.params or (
             node.ctor == "Pad" and self.base.get(node.children[0], node.children[0]) in self.view.params)
+
+    def _reshapes_a_broadcast(self, node: ENode) -> bool:
+        """A reshape that merges a dim an ``expand`` grew from 1 with another dim of extent above 1
+        cannot be a view (stride 0 next to a real stride): Inductor copies it. transformers'
+        ``repeat_kv`` of grouped-query attention, ``k[:, :, None].expand(...).reshape(b, h, s, d)``:
+        fake H200, Qwen2 and Mixtral copy k and v per layer (the model had them free)."""
+        src = self.node(node.children[0])
+        if src.ctor != "Expand":
+            return False
+        outer, inner = self.view.shape.get(node.children[0]), self.view.shape.get(src.children[0])
+        out = self.view.shape.get(node.eclass)
+        if not outer or not inner or not out:
+            return False
+        inner = (1,) * (len(outer) - len(inner)) + tuple(inner)
+        grown = {d for d, (a, b) in enumerate(zip(outer, inner)) if a > 1 and b == 1}
+        i = j = 0
+        while i < len(outer) and j < len(out):  # the groups of input dims each output dim merges
+            group, have, want = [i], outer[i], out[j]
+            while have != want and i + 1 < len(outer) and j + 1 < len(out):
+                if have < want:
+                    i += 1
+                    group.append(i)
+                    have *= outer[i]
+                else:
+                    j += 1
+                    want *= out[j]
+            if grown & set(group) and sum(outer[d] > 1 for d in group) > 1:
+                return True
+            i, j = i + 1, j + 1
+        return False
 
     def _heads_back_in_place(self, cls: str) -> bool:
         """``attention(...).transpose(1, 2)`` of a call CUDA runs fused: flash and memory-efficient

@@ -111,3 +111,25 @@ def test_contiguous_of_a_transpose_moving_only_a_unit_dim_is_no_kernel():
     predicted, graph = _predicted(fn, torch.randn(2, 128, 256))
     assert predicted == (0, 1)
     assert _counted(*graph) in (None, (0, 1))
+
+
+def _repeat_kv(x, n):
+    """transformers' ``repeat_kv`` for grouped-query attention: expand a new head dim, merge it."""
+    b, h, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, h, n, s, d).reshape(b, h * n, s, d)
+
+
+def test_repeating_grouped_key_value_heads_is_a_copy_each_on_a_gpu():
+    """Merging a dim an expand grew from 1 cannot be a view: k and v are copied before the call
+    (Qwen2, Mixtral: one kernel a layer the model had free)."""
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, _repeat_kv(k, 2), _repeat_kv(v, 2), is_causal=True)  # noqa: E731
+    predicted, graph = _predicted(fn, torch.randn(2, 4, 16, 64), torch.randn(2, 2, 16, 64), torch.randn(2, 2, 16, 64))
+    assert predicted == (2, 1)
+    assert _counted(*graph) in (None, (2, 1))
+
+
+def test_splitting_a_dim_beside_a_broadcast_is_still_a_view():
+    fn = lambda x: x.expand(4, 8).reshape(4, 2, 4).relu()  # noqa: E731
+    predicted, graph = _predicted(fn, torch.randn(1, 8))
+    assert predicted == (1, 0)
+    assert _counted(*graph) in (None, (1, 0))

@@ -52,6 +52,7 @@ REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
 TRITON_PLANNED = frozenset({"attention", "embedding_bag"})
 SORT_MAX_RBLOCK = 512  # ir.Sort.create: a larger sort falls back to aten.sort
 INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
+UNROLL_REDUCTIONS_THRESHOLD = 8  # torch._inductor.config.unroll_reductions_threshold
 
 
 def class_bytes(view: EGraphView, cls: str) -> float | None:
@@ -197,6 +198,8 @@ class _Planner:
                 kind = "extern" if kind in TRITON_PLANNED and not self.triton else kind
                 kind = self._triton_kind(cls, kind) if kind in ("sort", "index_assign") else kind
             elif self.triton and cat == Category.MATMUL and outer_product(view, node):
+                kind = "pointwise"
+            elif self.triton and cat == Category.REDUCTION and self._unrolled(cls, node):
                 kind = "pointwise"
             else:
                 kind = _FUSIBLE.get(cat, "extern")
@@ -499,6 +502,14 @@ class _Planner:
         node = self.node(cls)
         return self.base.get(cls, cls) in self.view.params or (
             node.ctor == "Pad" and self.base.get(node.children[0], node.children[0]) in self.view.params)
+
+    def _unrolled(self, cls: str, node: ENode) -> bool:
+        """A reduction of fewer than ``config.unroll_reductions_threshold`` (8) elements per output
+        is a pointwise op to Inductor (``ir.Reduction.create`` unrolls it on a GPU): it fuses, it is
+        inlined. Mixtral's top-2 router weights normalised by their sum (fake H200: no kernel)."""
+        ins = [c for c in node.children if self.view.sort.get(c) == "Tensor"]
+        n_in, n_out = (numel(self.view, ins[0]) if ins else -1), numel(self.view, cls)
+        return n_in > 0 and n_out > 0 and n_in // n_out < UNROLL_REDUCTIONS_THRESHOLD
 
     def _reshapes_a_broadcast(self, node: ENode) -> bool:
         """A reshape that merges a dim an ``expand`` grew from 1 with another dim of extent above 1

@@ -39,6 +39,13 @@ def _slice_assign(t, value):
     return t
 
 
+def _gathered_normalised_weights(weights, perm, hidden):
+    """Mixtral's top-2 router weights over their sum, gathered in expert order: a sum of 2 elements
+    is unrolled into a pointwise op, so it is computed inside the kernel that reads it."""
+    weights = weights / weights.sum(-1, keepdim=True)
+    return hidden * weights.reshape(-1)[perm].unsqueeze(-1)
+
+
 CASES = {
     "rotary_bmm_k1": (_rotary, (torch.randn(1, 32, 1), torch.arange(16.).view(1, 1, 16)), (1, 0)),
     "mm_k1": (lambda a, b: (a @ b).relu(), (torch.randn(32, 1), torch.randn(1, 16)), (1, 0)),
@@ -50,6 +57,9 @@ CASES = {
     "scatter_into_computed": (_scatter_into_computed,
                               (torch.randn(64, 8), torch.randint(0, 64, (16,)), torch.randn(16, 8)), (2, 0)),
     "slice_assign": (_slice_assign, (torch.randn(64, 8), torch.randn(2, 8)), (1, 0)),
+    "sum_of_two_gathered": (_gathered_normalised_weights,
+                            (torch.rand(64, 2), torch.randperm(128), torch.randn(128, 16)), (1, 0)),
+    "sum_of_eight_stays_a_reduction": (lambda x: x.sum(-1).relu(), (torch.randn(64, 8),), (1, 0)),
 }
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .fusion import DTYPE_BYTES, Kernel, class_bytes, list_elements, matmul_writes_cat_slice, plan_groups, topo_order
+from .fusion import (DTYPE_BYTES, Kernel, class_bytes, list_elements, matmul_writes_cat_slice, outer_product,
+                     plan_groups, topo_order)
 from .ops import CTOR_CATEGORY, Category, is_free_unary
 from .serialized import Choice, EGraphView, ENode
 
@@ -149,6 +150,8 @@ class CostModel:
     # -- per e-node linear approximation ---------------------------------------------------------
     def node_cost(self, node: ENode, view: EGraphView) -> float:
         cat = CTOR_CATEGORY.get(node.ctor, Category.OPAQUE)
+        if self.gpu and cat == Category.MATMUL and outer_product(view, node):
+            cat = Category.POINTWISE  # Inductor's broadcast multiply (``eqsat.fusion.outer_product``)
         if self.train_step and node.ctor == "Split":
             return self._split_backward(view, node)
         if cat in (Category.SOURCE, Category.VIEW) or is_free_unary(node.ctor, node.args):

@@ -24,6 +24,14 @@ rules: a fused group keeps one iteration space (``_Groups``: a layer norm backwa
 sums are two kernels); Triton splits reductions with too few outputs; an ``add`` of a single-use
 ``mm`` is the ``addmm`` Inductor's post-grad pattern makes of it (``absorb_bias_adds``); and opaque
 Aten ops with an Inductor lowering fuse as the code it generates (``eqsat.ops.OPAQUE_KINDS``).
+
+The zoo of current-library models on the fake-H200 probe (issue 29) added, for Triton: an
+``embedding_bag``'s offsets and flattened ids; a matmul contracting one element is pointwise
+(``outer_product``); a small ``sort`` is a kernel and ``t[idx] = v`` a scatter; a biased linear of
+a non-contiguous 3-D input is a matmul and an add (``_unfolded_bias``); a cat with an input read
+elsewhere stays a ConcatKernel (``_input_read_elsewhere``, ``torch.diff`` with ``prepend`` too) and
+its slice writers never fuse with its reader; a clone of a contiguous layout (fused attention's
+merged heads included) is no kernel.
 """
 from __future__ import annotations
 
@@ -31,7 +39,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .ops import CTOR_CATEGORY, Category, is_free_unary, op_name_of_key, opaque_kind
+from .ops import SDPA_NAME, CTOR_CATEGORY, Category, is_free_unary, op_name_of_key, opaque_kind
 
 from .serialized import Choice, EGraphView, ENode, walk
 
@@ -40,6 +48,11 @@ DTYPE_BYTES = {
     "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0, "scalar_float": 0,
 }
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
+# opaque kinds Triton lowers as several kernels (planned by ``_Planner``); the C++ model keeps one call
+TRITON_PLANNED = frozenset({"attention", "embedding_bag"})
+SORT_MAX_RBLOCK = 512  # ir.Sort.create: a larger sort falls back to aten.sort
+INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
+UNROLL_REDUCTIONS_THRESHOLD = 8  # torch._inductor.config.unroll_reductions_threshold
 
 
 def class_bytes(view: EGraphView, cls: str) -> float | None:
@@ -61,6 +74,25 @@ def matmul_writes_cat_slice(view: EGraphView, cls: str) -> bool:
     kernel of its own (H200 probe: cat([layer_norm(x), bmm(a, b)]) is 3 launches, with mm it is 2)."""
     shape = view.shape.get(cls)
     return shape is not None and len(shape) == 2
+
+
+# matmuls Inductor lowers as a batched matmul (no M = 1 or N = 1 exception), and where their left operand is
+_BATCHED = {"Bmm", "Baddbmm"}
+_LEFT_OPERAND = {"Addmm": 1, "Baddbmm": 1}
+
+
+def outer_product(view: EGraphView, node: ENode) -> bool:
+    """A matmul contracting one element, which Inductor decomposes for a GPU into a broadcast
+    multiply (``torch._inductor.decomposition``: a ``bmm`` of ``[B, M, 1] @ [B, 1, N]``, an ``mm`` or
+    ``addmm`` with K = 1 unless M or N is 1): a pointwise op that fuses, no extern call. The rotary
+    embedding's ``inv_freq @ position_ids`` of Llama-style models (fake H200: Mixtral's 2)."""
+    a = node.children[_LEFT_OPERAND.get(node.ctor, 0)]
+    shape_a, out = view.shape.get(a), view.shape.get(node.eclass)
+    if not shape_a or not out or len(out) < 2 or shape_a[-1] != 1:
+        return False
+    b = node.children[_LEFT_OPERAND.get(node.ctor, 0) + 1] if len(node.children) > 1 else None
+    batched = node.ctor in _BATCHED or node.ctor == "Matmul" and len(view.shape.get(b) or ()) >= 3
+    return batched or (out[-2] != 1 and out[-1] != 1)
 
 
 def list_elements(view: EGraphView, list_cls: str, choice: Choice | None = None) -> list[str]:
@@ -99,6 +131,7 @@ class Kernel:
     fuses: bool = True          # False: a generated kernel that fuses with nothing (a scatter)
     split: bool = False         # a reduction Triton runs in two kernels (see ``splits_reduction``)
     inner: bool = True          # a reduction of the innermost dims (``_Planner._inner_reduction``)
+    index_reads: frozenset = frozenset()  # a scatter's index and values: their producers fuse into it
 
 
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
@@ -126,6 +159,7 @@ class _Planner:
         self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
         self.epilogues: set[str] = set()  # pointwise classes reading a reduction (through pointwise ops)
         self.pieces: dict[str, list[str]] = {}  # tuple class → its chosen ``Get`` classes
+        self.readers: dict[str, list[str]] = {}  # class (views too) → the classes reading it
 
     def node(self, cls: str) -> ENode:
         return self.view.nodes[self.choice[cls]]
@@ -149,17 +183,24 @@ class _Planner:
                 kind = "list"
             elif cat == Category.SOURCE:
                 kind = "source"
+            elif self.triton and node.ctor == "View" and self._reshapes_a_broadcast(node):
+                kind = "pointwise"  # reshape copies: a dim expanded from 1 merged with another
             elif cat == Category.VIEW or is_free_unary(node.ctor, node.args):
                 kind = "view"
-            elif node.ctor == "Contiguous":
-                kind = "pointwise"
+            elif node.ctor == "Contiguous":  # a clone of a contiguous layout: a no-op post-grad removes
+                kind = "view" if self.triton and self._contiguous(node.children[0]) else "pointwise"
             elif node.ctor in ("Cat", "Stack"):
                 elems = self.tensor_inputs(cls)
                 frozen = self.frozen_params and all(self._folded(e) for e in elems)
                 kind = "source" if frozen else "cat"
             elif node.ctor == "Opaque":
                 kind = opaque_kind(node.args[0][1])
-                kind = "extern" if kind == "attention" and not self.triton else kind
+                kind = "extern" if kind in TRITON_PLANNED and not self.triton else kind
+                kind = self._triton_kind(cls, kind) if kind in ("sort", "index_assign") else kind
+            elif self.triton and cat == Category.MATMUL and outer_product(view, node):
+                kind = "pointwise"
+            elif self.triton and cat == Category.REDUCTION and self._unrolled(cls, node):
+                kind = "pointwise"
             else:
                 kind = _FUSIBLE.get(cat, "extern")
             self.kind[cls] = kind
@@ -167,6 +208,9 @@ class _Planner:
             self.base[cls] = self.base[ins[0]] if ins else cls
             if node.ctor == "Get" and self.base[cls] == node.children[0]:
                 self.pieces.setdefault(node.children[0], []).append(cls)
+            if kind != "list":
+                for c in self.tensor_inputs(cls):
+                    self.readers.setdefault(c, []).append(cls)
             if kind in ("view", "list"):
                 continue
             for c in self.tensor_inputs(cls):
@@ -208,17 +252,22 @@ class _Planner:
         inlined_views: dict[str, frozenset] = {}     # … and the exact tensors behind those reads
         in_place: set[str] = set()                   # computed buffers a cat writes into its slice
         pointwise_cats: set[str] = set()
+        concat_diffs: set[str] = set()  # ``torch.diff`` of a ``prepend``/``append`` Inductor concatenates first
         for cls in self.order:
             if kind[cls] == "cat":
                 elems = [base[e] for e in self.tensor_inputs(cls)]
                 all_pw_users = all(kind.get(u) in ("pointwise", "reduction") for u in self.users.get(cls, ()))
                 if len(elems) <= self.pointwise_cat_inputs and (
-                        (all_pw_users and cls not in root_bufs) or self._copies_every_input(cls)):
+                        (all_pw_users and cls not in root_bufs) or self._copies_every_input(cls)) and not (
+                        self._input_read_elsewhere(cls)):
                     pointwise_cats.add(cls)
                 else:
                     in_place.update(e for e in elems if kind[e] in ("pointwise", "reduction") or (
                         kind[e] == "extern" and matmul_writes_cat_slice(view, e)
                         and (CTOR_CATEGORY.get(self.node(e).ctor) == Category.MATMUL or e in self.addmm)))
+            elif self._concat_diff(cls):
+                concat_diffs.add(cls)
+                in_place.update(e for e in self.tensor_inputs(cls) if kind[e] in ("pointwise", "reduction"))
 
         def reads_of(cls: str, inputs: list[str] | None = None) -> dict[str, float]:
             """Buffers a computation reads, looking through inlined pointwise producers."""
@@ -244,6 +293,22 @@ class _Planner:
                     out |= {c} if self._selects_part(c) else inlined_views.get(base[c], {c})
             return frozenset(out)
 
+        def write_slices(buf: str, cls: str) -> None:
+            """The ConcatKernel ``buf`` of ``cls``'s inputs: computed ones written in place, a copy
+            kernel for every other."""
+            writers = self.cat_writers[buf] = []
+            for i, e in enumerate(self.tensor_inputs(cls)):
+                if base[e] in in_place and kind[e] != "view":
+                    writers.append(e)
+                    continue
+                eb = class_bytes(view, e) or 0.0
+                reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
+                writers.append(f"copy:{buf}:{i}")
+                kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
+                                      (max(numel(view, e), 1), 1), reads, _lead(view, e),
+                                      inlined_views.get(base[e], frozenset({e})),
+                                      copy_of=buf, copies_input=kind[e] == "source"))
+
         for cls in self.order:
             k = kind[cls]
             if k in ("source", "view", "list"):
@@ -251,16 +316,24 @@ class _Planner:
             out_bytes = sum(class_bytes(view, c) or 0.0 for c in self._outputs(cls))
             if k == "scatter":  # a clone of the first input (a fusible kernel), then the scatter into it
                 first, *rest = self.tensor_inputs(cls)
-                clone = f"clone:{cls}"
-                kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
-                                      (max(numel(view, first), 1), 1), reads_of(cls, [first]), _lead(view, first),
-                                      inlined_views.get(base[first], frozenset({first}))))
-                reads = {**reads_of(cls, rest), clone: kernels[-1].out_bytes}
+                reads = reads_of(cls, rest)
+                if not self._fresh(first):  # an ``empty`` is scattered into where it is: no clone
+                    clone = f"clone:{cls}"
+                    kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
+                                          (max(numel(view, first), 1), 1), reads_of(cls, [first]),
+                                          _lead(view, first), inlined_views.get(base[first], frozenset({first}))))
+                    reads[clone] = kernels[-1].out_bytes
                 kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k), reads,
-                                      fuses=False))
+                                      fuses=False, index_reads=frozenset(reads_of(cls, rest))))
                 continue
             if k == "attention":
                 kernels.extend(self._decomposed_attention(cls, out_bytes, len(kernels), reads_of, inlined_views))
+                continue
+            if k == "embedding_bag":
+                kernels.extend(self._embedding_bag(cls, out_bytes, len(kernels), reads_of))
+                continue
+            if k == "extern" and self.triton and self._unfolded_bias(cls):
+                kernels.extend(self._batched_linear(cls, out_bytes, len(kernels), reads_of, views_of))
                 continue
             if k == "extern":
                 if cls in self.addmm.values():
@@ -271,20 +344,13 @@ class _Planner:
                                       views=views_of(cls)))
                 continue
             if k == "cat" and cls not in pointwise_cats:
-                writers = self.cat_writers[cls] = []
-                for i, e in enumerate(self.tensor_inputs(cls)):
-                    if base[e] in in_place and kind[e] != "view":
-                        writers.append(e)
-                        continue
-                    eb = class_bytes(view, e) or 0.0
-                    reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
-                    writers.append(f"copy:{cls}:{i}")
-                    kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
-                                          (max(numel(view, e), 1), 1), reads, _lead(view, e),
-                                          inlined_views.get(base[e], frozenset({e})),
-                                          copy_of=cls, copies_input=kind[e] == "source"))
+                write_slices(cls, cls)
                 continue
-            reads = reads_of(cls)
+            if cls in concat_diffs:
+                write_slices(f"cat:{cls}", cls)
+                reads = {f"cat:{cls}": sum(class_bytes(view, e) or 0.0 for e in self.tensor_inputs(cls))}
+            else:
+                reads = reads_of(cls)
             users = self.users.get(cls, [])
             if k in ("pointwise", "cat") and not self._must_materialize(cls, users, reads, root_bufs, in_place):
                 inlined[cls], inlined_views[cls] = reads, views_of(cls)
@@ -324,6 +390,105 @@ class _Planner:
         add("extern", cls, out_bytes, (0, 0), {softmax: score_bytes, copies[2]: kernels[2].out_bytes})
         return kernels
 
+    def _unfolded_bias(self, cls: str) -> bool:
+        """A biased linear of a 3-D (or more) input that is not contiguous (an expanded parameter,
+        e.g. learned queries per batch; a slice; a piece of a stack along dim 1): Aten's ``linear``
+        takes the ``addmm`` path only for a contiguous input, else it runs ``matmul`` (a ``bmm``
+        on the fake H200) and adds the bias as a pointwise op of its own (interformer's pooling
+        queries: 3 ``bmm`` and 3 adds; BART's cross-attention k/v projections of the layer norms
+        eqsat batches)."""
+        node = self.node(cls)
+        if node.ctor != "Linear" or self.node(node.children[2]).ctor == "NoneT":
+            return False
+        x = node.children[0]
+        shape = self.view.shape.get(x)
+        return shape is not None and len(shape) >= 3 and not self._contiguous(x)
+
+    def _batched_linear(self, cls: str, out_bytes: float, first: int, reads_of, views_of) -> list[Kernel]:
+        """``_unfolded_bias``: the matmul (an extern call), then the bias add (a pointwise kernel
+        that fuses with pointwise consumers like any other)."""
+        x, w, b = self.node(cls).children
+        product = f"bmm:{cls}"
+        space = (max(numel(self.view, cls), 1), 1)
+        return [Kernel(first, "extern", product, out_bytes, (0, 0), reads_of(cls, [x, w]), views=views_of(cls)),
+                Kernel(first + 1, "pointwise", cls, out_bytes, space, {product: out_bytes, **reads_of(cls, [b])},
+                       _lead(self.view, cls), frozenset({product, b}))]
+
+    def _triton_kind(self, cls: str, kind: str) -> str:
+        """Opaque ops Triton lowers unlike the C++ backend: a ``sort`` of at most 512 elements is one
+        persistent Triton kernel (``ir.Sort``: a reduction over the sorted dim, taken as the last),
+        a larger one an extern call; ``t[index] = value`` (our functional ``index_assign``) with a
+        tensor index is a scatter (``index_put``), with slices a pointwise ``slice_scatter``. Fake H200: Mixtral's expert sort and inverse
+        permutation, planned as 2 calls and a kernel, are one kernel."""
+        if not self.triton:
+            return "extern"
+        first, *rest = self.tensor_inputs(cls)
+        if kind == "sort":
+            shape = self.view.shape.get(first)
+            return "reduction" if shape and shape[-1] <= SORT_MAX_RBLOCK else "extern"
+        index = [c for c in rest if str(self.view.dtype.get(c)) in INDEX_DTYPES]
+        scatter = index and (len(rest) == 2 or self.view.dtype.get(first) != self.view.dtype.get(index[0]))
+        return "scatter" if scatter else "pointwise"  # a basic index: a slice_scatter
+
+    def _fresh(self, cls: str) -> bool:
+        """An uninitialised tensor (``empty``, ``empty_like``): nothing to copy before writing it."""
+        node = self.node(self.base.get(cls, cls))
+        return node.ctor == "Opaque" and opaque_kind(node.args[0][1]) == "source"
+
+    def _embedding_bag(self, cls: str, out_bytes: float, first: int, reads_of) -> list[Kernel]:
+        """``F.embedding_bag`` of 2-D ids as Inductor lowers it: the offsets ``arange`` is a Triton
+        kernel of its own (it reads nothing, so nothing fuses with it), the ids are flattened, a copy
+        when they are a strided view (a slice of the ids of several tables), then one extern call.
+        Fake H200: a bag of contiguous 2-D ids is 1 kernel + 1 call, of ``ids[:, t]`` 2 + 1; DLRM's
+        8 bags were planned as 8 launches, Inductor makes 24."""
+        view = self.view
+        ids, *rest = self.tensor_inputs(cls)
+        shape = view.shape.get(ids) or ()
+        kernels: list[Kernel] = []
+        if len(shape) == 2:
+            offsets = f"offsets:{cls}"
+            kernels.append(Kernel(first, "pointwise", offsets, float(shape[0] * DTYPE_BYTES["int64"]),
+                                  (shape[0], 1), {}, shape[0]))
+            reads = {offsets: kernels[0].out_bytes}
+            if not self._contiguous(ids):
+                flat = f"flat:{cls}"
+                kernels.append(Kernel(first + 1, "pointwise", flat, class_bytes(view, ids) or 0.0,
+                                      (max(numel(view, ids), 1), 1), reads_of(cls, [ids]), shape[0],
+                                      frozenset({ids})))
+                reads[flat] = kernels[-1].out_bytes
+            else:
+                reads.update(reads_of(cls, [ids]))
+        else:
+            rest = [ids, *rest]
+            reads = {}
+        kernels.append(Kernel(first + len(kernels), "extern", cls, out_bytes, (0, 0), {**reads, **reads_of(cls, rest)}))
+        return kernels
+
+    def _contiguous(self, cls: str) -> bool:
+        """Whether a view is laid out as its own contiguous tensor: every slice or split piece it
+        takes (through reshapes and squeezes) is along the first dim of extent above 1, every
+        permute keeps the order of those dims, and nothing is expanded."""
+        view = self.view
+        while cls != self.base.get(cls, cls):
+            node = self.node(cls)
+            if node.ctor == "Get" and self.node(node.children[0]).ctor != "Split" or self._heads_back_in_place(cls):
+                return True  # an output of a multi-output op
+            src = self.node(node.children[0]).children[0] if node.ctor == "Get" else node.children[0]
+            outer, inner = view.shape.get(cls), view.shape.get(src)
+            if node.ctor == "Expand" or outer is None or inner is None:
+                return False
+            if node.ctor in ("Narrow", "Get") and len(outer) == len(inner):
+                cut = next((d for d, (a, b) in enumerate(zip(outer, inner)) if a != b), 0)
+                if math.prod(inner[:cut]) > 1:
+                    return False
+            if node.ctor == "Permute":
+                perm = next(a[1] for a in node.args if a[0] != "class")
+                kept = [d for d in perm if inner[d] != 1]
+                if kept != sorted(kept):
+                    return False
+            cls = src
+        return True
+
     def _selects_part(self, cls: str) -> bool:
         """``cls`` is a slice or a split piece of its buffer (through any views), not all of it."""
         while cls != self.base.get(cls, cls):
@@ -338,15 +503,95 @@ class _Planner:
         return self.base.get(cls, cls) in self.view.params or (
             node.ctor == "Pad" and self.base.get(node.children[0], node.children[0]) in self.view.params)
 
+    def _unrolled(self, cls: str, node: ENode) -> bool:
+        """A reduction of fewer than ``config.unroll_reductions_threshold`` (8) elements per output
+        is a pointwise op to Inductor (``ir.Reduction.create`` unrolls it on a GPU): it fuses, it is
+        inlined. Mixtral's top-2 router weights normalised by their sum (fake H200: no kernel)."""
+        ins = [c for c in node.children if self.view.sort.get(c) == "Tensor"]
+        n_in, n_out = (numel(self.view, ins[0]) if ins else -1), numel(self.view, cls)
+        return n_in > 0 and n_out > 0 and n_in // n_out < UNROLL_REDUCTIONS_THRESHOLD
+
+    def _reshapes_a_broadcast(self, node: ENode) -> bool:
+        """A reshape that merges a dim an ``expand`` grew from 1 with another dim of extent above 1
+        cannot be a view (stride 0 next to a real stride): Inductor copies it. transformers'
+        ``repeat_kv`` of grouped-query attention, ``k[:, :, None].expand(...).reshape(b, h, s, d)``:
+        fake H200, Qwen2 and Mixtral copy k and v per layer (the model had them free)."""
+        src = self.node(node.children[0])
+        if src.ctor != "Expand":
+            return False
+        outer, inner = self.view.shape.get(node.children[0]), self.view.shape.get(src.children[0])
+        out = self.view.shape.get(node.eclass)
+        if not outer or not inner or not out:
+            return False
+        inner = (1,) * (len(outer) - len(inner)) + tuple(inner)
+        grown = {d for d, (a, b) in enumerate(zip(outer, inner)) if a > 1 and b == 1}
+        i = j = 0
+        while i < len(outer) and j < len(out):  # the groups of input dims each output dim merges
+            group, have, want = [i], outer[i], out[j]
+            while have != want and i + 1 < len(outer) and j + 1 < len(out):
+                if have < want:
+                    i += 1
+                    group.append(i)
+                    have *= outer[i]
+                else:
+                    j += 1
+                    want *= out[j]
+            if grown & set(group) and sum(outer[d] > 1 for d in group) > 1:
+                return True
+            i, j = i + 1, j + 1
+        return False
+
+    def _heads_back_in_place(self, cls: str) -> bool:
+        """``attention(...).transpose(1, 2)`` of a call CUDA runs fused: flash and memory-efficient
+        attention write their output as (batch, seq, heads, dim) and return it transposed, so the
+        transpose back is contiguous (fake H200: GPT-2, Llama, Mixtral have no kernel there; the
+        math decomposition's bmm output does need the copy)."""
+        node = self.node(cls)
+        if node.ctor != "Permute" or [d for d in next(a[1] for a in node.args if a[0] != "class")] != [0, 2, 1, 3]:
+            return False
+        src = self.node(node.children[0])
+        if src.ctor != "Get":
+            return False
+        call = self.node(src.children[0])
+        return (call.ctor == "Opaque" and opaque_kind(call.args[0][1]) == "extern"
+                and op_name_of_key(call.args[0][1]).endswith(SDPA_NAME))
+
+    def _concat_diff(self, cls: str) -> bool:
+        """``torch.diff(x, prepend=p)`` is ``cat([p, x])`` and two slices of it to Inductor: Triton
+        keeps that cat a ConcatKernel on the same condition as any (``_input_read_elsewhere``)."""
+        node = self.node(cls)
+        return (self.triton and self.kind[cls] == "pointwise" and node.ctor == "Opaque"
+                and op_name_of_key(node.args[0][1]).rsplit(".", 1)[-1] == "diff"
+                and len(self.tensor_inputs(cls)) > 1 and self._input_read_elsewhere(cls))
+
+    def _input_read_elsewhere(self, cls: str) -> bool:
+        """Inductor keeps a cat a ConcatKernel (its inputs written into their slices) when an input
+        has another reader: a pointwise one would recompute what the pointwise cat inlines, and an
+        unmaterialized pointwise input would be computed twice (``lowering.cat``'s multi-consumer
+        check). Fake H200: ``torch.diff(p, prepend=p[:, :1] - 1)`` of transformers 5's packed-
+        sequence mask is two slice copies and the consumer, 3 kernels, where the model planned 1."""
+        for e in self.tensor_inputs(cls):
+            others = [u for u in self.readers.get(e, ()) if u != cls]
+            if any(self._pointwise_use(u) for u in others) or (self.kind[e] == "pointwise" and others):
+                return True
+        return False
+
+    def _pointwise_use(self, cls: str) -> bool:
+        """Inductor's ``is_pointwise_use``: a pointwise op, or a view all of whose readers are."""
+        if self.kind.get(cls) == "view":
+            return all(self._pointwise_use(u) for u in self.readers.get(cls, ()))
+        return self.kind.get(cls) == "pointwise"
+
     def _copies_every_input(self, cls: str) -> bool:
         """Triton's horizontal cat: when no input is a buffer its producer could write into the cat
         (each is a pointwise op only the cat reads and that reads no reduction, or a view of a
         computed buffer or of an input), Inductor lowers the cat as one pointwise kernel instead of a
-        copy per input."""
+        copy per input (H200 probe: ten_unequal_linears' ``cat(split(wide))`` of a ConcatKernel's 8
+        pieces is one kernel)."""
         for e in self.tensor_inputs(cls):
             k, b = self.kind[e], self.base[e]
             if not ((k == "pointwise" and len(set(self.users.get(e, ()))) == 1 and e not in self.epilogues)
-                    or (k == "view" and self.kind[b] in ("source", "extern", "reduction")) or k == "source"):
+                    or (k == "view" and self.kind[b] in ("source", "extern", "reduction", "cat")) or k == "source"):
                 return False
         return True
 
@@ -521,8 +766,9 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
     fusible = [k for k in kernels if k.kind != "extern" and k.fuses]
     writers: dict[str, list[int]] = {}  # buffer → its fusible writers (a cat: every slice writer)
     joined: set[str] = set()  # buffers whose writers are all in one group (union-find: for good)
-    for k in fusible:  # vertical: producer → consumer, also through a cat's slice writers
-        for buf in k.reads:
+    scatters = [k for k in kernels if not k.fuses and k.index_reads]
+    for k in fusible + scatters:  # vertical: producer → consumer, also through a cat's slice writers
+        for buf in (k.reads if k.fuses else k.index_reads):
             if buf not in writers:
                 writers[buf] = [p.index for w in aliases.get(buf, (buf,))
                                 if (p := producer.get(w)) is not None and p.kind != "extern" and p.fuses]
@@ -530,6 +776,8 @@ def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: b
             if buf not in joined and len({groups.find(i) for i in ws}) <= 1:
                 joined.add(buf)
             # one group: the first merge decides for all (the rest would repeat it with the same groups)
+            if buf in aliases and not outer_loop:
+                continue  # Triton: a slice writer writes other indices than the cat's reader reads
             for i in ws[:1] if buf in joined else ws:
                 groups.try_merge(i, k.index)
     copies: dict[str, list[Kernel]] = {}

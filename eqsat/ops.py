@@ -349,6 +349,8 @@ SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (fx_bridge
 DECOMPOSED_ATTENTION = ":decomposed_on_cuda"
 TORCH_IR_KINDS: dict[str, str] = {
     SDPA_NAME + DECOMPOSED_ATTENTION: "attention",
+    "embedding_bag": "embedding_bag",  # offsets and flattened ids first (``eqsat.fusion``)
+    "sort": "sort", "index_assign": "index_assign",  # Triton: a kernel when small, a scatter (``eqsat.fusion``)
     **dict.fromkeys(["embedding", "arange", "gather", "where", "diff", "zeros", "ones", "full", "zeros_like",
                      "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "masked_fill", "getitem",
                      "max_pool2d"], "pointwise"),
@@ -369,6 +371,7 @@ OPAQUE_KINDS: dict[str, str] = {
     **dict.fromkeys(["aten.index_put.default", "aten._unsafe_index_put.default", "aten.scatter_add.default",
                      "aten._unsafe_masked_index_put_accumulate.default"], "scatter"),
     **dict.fromkeys(["aten.alias.default"], "view"),
+    **dict.fromkeys(["aten.sort.default", "aten.sort.stable"], "sort"),
 }
 OPAQUE_KEY_PREFIX = "op:"  # lowering keys an opaque node ``op:<module>.<op>.<overload>`` (+ attributes)
 

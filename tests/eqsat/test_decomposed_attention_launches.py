@@ -71,3 +71,65 @@ def test_min_and_max_over_dims_stay_reductions(fn):
     x = torch.randn(64, 64)
     predicted, _ = _predicted(fn, x)
     assert sum(predicted) == 1
+
+
+def _fused_attention_heads_merged(q, k, v):
+    out = F.scaled_dot_product_attention(_heads(q), _heads(k), _heads(v), is_causal=True)
+    return out.transpose(1, 2).contiguous().view(2, 128, 256) @ W
+
+
+W = torch.nn.Parameter(torch.randn(256, 256))
+
+
+def test_merging_the_heads_of_fused_attention_copies_nothing_on_a_gpu():
+    """Flash and memory-efficient attention write (batch, seq, heads, dim) and return it transposed:
+    ``.transpose(1, 2).contiguous()`` is free (GPT-2, Llama, Mixtral: one kernel a layer too many)."""
+    predicted, graph = _predicted(_fused_attention_heads_merged, *QKV)
+    assert predicted == (0, 2)  # the attention call, the projection
+    assert _counted(*graph) in (None, (0, 2))
+
+
+def test_merging_the_heads_of_decomposed_attention_is_still_a_copy():
+    fn = lambda q, k, v, keep: _padding_mask_attention(q, k, v, keep).transpose(1, 2).contiguous()  # noqa: E731
+    predicted, graph = _predicted(fn, *QKV, KEEP)
+    assert predicted == (5, 2)
+    assert _counted(*graph) in (None, (5, 2))
+
+
+def test_a_contiguous_of_a_contiguous_layout_is_no_kernel_on_a_gpu():
+    """GPT-2 in transformers 5 calls ``.contiguous()`` again after merging the heads; Inductor's
+    post-grad pass drops a clone whose layout is its input's (here: the view of a merged head)."""
+    fn = lambda q, k, v: _fused_attention_heads_merged(q, k, v).contiguous() @ W  # noqa: E731
+    predicted, graph = _predicted(fn, *QKV)
+    assert predicted == (0, 3)
+    assert _counted(*graph) in (None, (0, 3))
+
+
+def test_contiguous_of_a_transpose_moving_only_a_unit_dim_is_no_kernel():
+    """``is_contiguous`` ignores the strides of unit dims: tracing drops the call, nothing to copy."""
+    fn = lambda x: x.view(2, 128, 1, 256).transpose(1, 2).contiguous().view(2, 128, 256) @ W  # noqa: E731
+    predicted, graph = _predicted(fn, torch.randn(2, 128, 256))
+    assert predicted == (0, 1)
+    assert _counted(*graph) in (None, (0, 1))
+
+
+def _repeat_kv(x, n):
+    """transformers' ``repeat_kv`` for grouped-query attention: expand a new head dim, merge it."""
+    b, h, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, h, n, s, d).reshape(b, h * n, s, d)
+
+
+def test_repeating_grouped_key_value_heads_is_a_copy_each_on_a_gpu():
+    """Merging a dim an expand grew from 1 cannot be a view: k and v are copied before the call
+    (Qwen2, Mixtral: one kernel a layer the model had free)."""
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, _repeat_kv(k, 2), _repeat_kv(v, 2), is_causal=True)  # noqa: E731
+    predicted, graph = _predicted(fn, torch.randn(2, 4, 16, 64), torch.randn(2, 2, 16, 64), torch.randn(2, 2, 16, 64))
+    assert predicted == (2, 1)
+    assert _counted(*graph) in (None, (2, 1))
+
+
+def test_splitting_a_dim_beside_a_broadcast_is_still_a_view():
+    fn = lambda x: x.expand(4, 8).reshape(4, 2, 4).relu()  # noqa: E731
+    predicted, graph = _predicted(fn, torch.randn(1, 8))
+    assert predicted == (1, 0)
+    assert _counted(*graph) in (None, (1, 0))

@@ -91,12 +91,13 @@ class Lowered:
     values: dict[torch.fx.Node, Any] = field(default_factory=dict)  # FX node → Ref/TupleVal/const
     dialect: str = "torch"                                   # "torch" (Dynamo) | "aten" (post-grad)
     sizes: SymbolicSizes = field(default_factory=SymbolicSizes)  # encoding of symbolic sizes
-    reads: dict[torch.fx.Node, dict[torch.fx.Node, Any]] = field(default_factory=dict)  # a no_grad region's cut reads
+    reads: dict[torch.fx.Node, dict[torch.fx.Node, Any]] = field(default_factory=dict)  # reads across a no_grad boundary
     grad_dead: set[str] = field(default_factory=set)  # lets that require grad yet pass none to an output
 
     def read(self, n: torch.fx.Node, a: torch.fx.Node) -> Any:
         """What node ``n`` read for its input ``a``: inside a ``no_grad`` region a value carrying
-        autograd history is read through ``detach``, and a copy of ``n`` must read that too."""
+        autograd history is read through ``detach``, outside one a view made inside it is read as
+        its remake (``_Lowerer.escaped``); a copy of ``n`` must read that too."""
         return self.reads.get(n, {}).get(a, self.values.get(a))
 
     @property
@@ -397,13 +398,14 @@ class _Lowerer:
     def value_of(self, x: Any, reader: torch.fx.Node | None = None) -> Any:
         if isinstance(x, torch.fx.Node):
             if self.grad and x in self.no_grad_views:
-                return self.escaped(x)
-            if not self.grad and x in self.grad_carrying:
-                cut = self.detached(self.values[x])
-                if reader is not None:
-                    self.out.reads.setdefault(reader, {})[x] = cut
-                return cut
-            return self.values[x]
+                read = self.escaped(x)
+            elif not self.grad and x in self.grad_carrying:
+                read = self.detached(self.values[x])
+            else:
+                return self.values[x]
+            if reader is not None:
+                self.out.reads.setdefault(reader, {})[x] = read
+            return read
         return x
 
     def escaped(self, n: torch.fx.Node) -> Any:

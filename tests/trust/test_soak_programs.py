@@ -190,6 +190,28 @@ def test_a_view_made_under_no_grad_keeps_requires_grad():
     assert result["changed"], result
 
 
+def _no_grad_view_read_after_the_region(x0, w1):
+    with torch.no_grad():
+        chunk = x0.chunk(5, 1)
+        g0, g3 = chunk[0], chunk[3]
+        cat = torch.cat([g0, chunk[1], chunk[2], g3], dim=1)  # cat_single, batch_detach: joined with x0's pieces
+        amax = cat.amax(-2, keepdim=False)
+        torch.nn.functional.linear(cat, w1)
+        torch.cat([x0], 0)
+        head = g0[:, 0:2]
+    soft = torch.softmax(head.sigmoid().unbind(0)[0], -1)
+    return amax, g3.narrow(1, 1, 1), g0, soft, x0, w1.flatten()
+
+def test_a_node_reading_a_no_grad_view_after_the_region_is_copied_reading_its_remake():
+    """Soak seed 159t: ``g3.narrow`` (outside the region) read the view remade of ``x0``
+    (``lower._Lowerer.escaped``), but raising copied the node with the region's piece of
+    ``detach(x0)``, so it came back with requires_grad False (``Lowered.read`` keeps the remade read)."""
+    inputs = [torch.randn(1, 8, dtype=torch.float16), torch.randn(2, 8, dtype=torch.float16)]
+    result = soak.check(soak.Case(0, "train", _no_grad_view_read_after_the_region, inputs))
+    assert result["problems"] == [], result["problems"]
+    assert result["changed"], result
+
+
 def _linear_read_only_under_no_grad(x, w1, w2, w3):
     a = torch.nn.functional.linear(x, w1)     # its only path to an output is cut by the region
     b = torch.nn.functional.linear(x, w2)

@@ -9,3 +9,18 @@ def dynamo_graph(fn, *inputs):
     got = []
     torch.compile(fn, backend=lambda gm, ex: got.append((gm, list(ex))) or gm.forward, fullgraph=True)(*inputs)
     return got[0]
+
+
+def assert_gpu_launches(fn, inputs, expected):
+    """The GPU model plans ``expected`` (generated, extern) launches for ``fn``'s graph, and so does
+    Inductor's scheduler for a CUDA device (the fake H200 on a CPU box) where it can run."""
+    from eqsat.cost import CostModel
+    from fx_bridge.inductor_probe import available, count_launches
+    from fx_bridge.pipeline import price_input
+
+    gm, ex = dynamo_graph(fn, *inputs)
+    built, _ = price_input(gm, ex, CostModel.for_device("cuda"))
+    assert (built.before.generated, built.before.extern) == expected
+    if available("cuda"):
+        got = count_launches(gm, ex, "cuda", "torch")
+        assert (got.generated, got.extern) == expected

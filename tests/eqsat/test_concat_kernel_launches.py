@@ -6,14 +6,9 @@ count is the truth here; the expected counts are what it gave."""
 import pytest
 import torch
 
-from captured import dynamo_graph
-from eqsat.cost import CostModel
-from fx_bridge.inductor_probe import available, count_launches
-from fx_bridge.pipeline import price_input
+from captured import assert_gpu_launches
 
 F = torch.nn.functional
-
-GPU = CostModel.for_device("cuda")
 
 
 def _packed_sequence_mask(offset):
@@ -65,9 +60,4 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_concat_launches_match_inductor_on_a_gpu(name):
     fn, inputs, expected = CASES[name]
-    gm, ex = dynamo_graph(fn, *inputs)
-    built, _ = price_input(gm, ex, GPU)
-    assert (built.before.generated, built.before.extern) == expected
-    if available("cuda"):
-        got = count_launches(gm, ex, "cuda", "torch")
-        assert (got.generated, got.extern) == expected
+    assert_gpu_launches(fn, inputs, expected)

@@ -6,9 +6,8 @@ producer. The fake-H200 probe's count is the truth here; the expected counts are
 import pytest
 import torch
 
-from captured import dynamo_graph
+from captured import assert_gpu_launches, dynamo_graph
 from eqsat.cost import CostModel
-from fx_bridge.inductor_probe import available, count_launches
 from fx_bridge.pipeline import optimize, price_input
 
 GPU, CPU = CostModel.for_device("cuda"), CostModel.for_device("cpu")
@@ -66,12 +65,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_launches_match_inductor_on_a_gpu(name):
     fn, inputs, expected = CASES[name]
-    gm, ex = dynamo_graph(fn, *inputs)
-    built, _ = price_input(gm, ex, GPU)
-    assert (built.before.generated, built.before.extern) == expected
-    if available("cuda"):
-        got = count_launches(gm, ex, "cuda", "torch")
-        assert (got.generated, got.extern) == expected
+    assert_gpu_launches(fn, inputs, expected)
 
 
 def test_the_cpu_model_keeps_sort_and_index_assign_extern():

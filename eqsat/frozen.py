@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .gcpause import gc_paused
 from .ops import constructors
 from .schema import NAME_CTORS, TERM_SORTS
 from .serialized import EGraphView, ENode
@@ -19,6 +20,11 @@ from .serialized import EGraphView, ENode
 
 def frozen_view(eg: Any) -> EGraphView:
     """An :class:`EGraphView` of ``eg`` (an ``egglog.bindings.EGraph``), rebuilt and canonical."""
+    with gc_paused():  # ~100k acyclic objects: collections were most of the time (eqsat.gcpause)
+        return _read(eg)
+
+
+def _read(eg: Any) -> EGraphView:
     functions = eg.freeze().functions
     view = EGraphView()
     class_ids: dict[Any, str] = {}

@@ -20,6 +20,7 @@ from .cost import CostModel, ProgramCost
 from .deadline import Deadline
 from .egraph import SaturationLog, Session
 from .extract import Extraction, extract as extract_choice
+from .gcpause import gc_paused
 from .original import InputProgram, input_program
 from .rule import Rule
 from .serialized import EGraphView
@@ -104,6 +105,12 @@ def build(problem: Problem, rules: Iterable[Rule], cost: CostModel, analysis: It
           deadline: Deadline | None = None) -> Built:
     """A session with the rules and the input program, priced as written (before any rule ran: one
     e-node per class), plus the horizontal candidates."""
+    with gc_paused():  # tens of thousands of acyclic objects per step (eqsat.gcpause)
+        return _build(problem, rules, cost, analysis, deadline)
+
+
+def _build(problem: Problem, rules: Iterable[Rule], cost: CostModel, analysis: Iterable[Rule],
+           deadline: Deadline | None) -> Built:
     keep = reserve(deadline) if deadline is not None else 0.0  # a build past it is thrown away
     session = Session(rules, analysis)
     session.load(problem.program, deadline, keep)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .gcpause import gc_paused
 from .ops import constructors
 from .schema import NAME_CTORS, TERM_SORTS
 from .serialized import EGraphView, ENode
@@ -19,51 +20,66 @@ from .serialized import EGraphView, ENode
 
 def frozen_view(eg: Any) -> EGraphView:
     """An :class:`EGraphView` of ``eg`` (an ``egglog.bindings.EGraph``), rebuilt and canonical."""
+    with gc_paused():  # ~100k acyclic objects: collections were most of the time (eqsat.gcpause)
+        return _read(eg)
+
+
+def _read(eg: Any) -> EGraphView:
     functions = eg.freeze().functions
     view = EGraphView()
     class_ids: dict[Any, str] = {}
+    known = class_ids.get  # ``known(v) or cls(v, sort)``: no Python call for a class seen before
 
     def cls(value, sort: str) -> str:
-        cid = class_ids.get(value)
-        if cid is None:
-            cid = class_ids[value] = f"c{len(class_ids)}"
-            view.sort[cid] = sort
-            view.classes[cid] = []
+        cid = class_ids[value] = f"c{len(class_ids)}"
+        view.sort[cid] = sort
+        view.classes[cid] = []
         return cid
 
     decode = _decoders(eg)
     terms = constructors()
+    nodes, classes, lets = view.nodes, view.classes, view.lets
     for name, fn in functions.items():
         sort = fn.output_sort
         if fn.is_let_binding:
             if sort in TERM_SORTS and fn.rows:
-                view.lets[name] = cls(fn.rows[0].output, sort)
+                v = fn.rows[0].output
+                lets[name] = known(v) or cls(v, sort)
             continue
         if sort not in TERM_SORTS or (name not in terms and name not in NAME_CTORS):
             continue  # rules/listpat.py's pick tables and eqsat.bulk's loading numbers are no e-nodes
-        name_ctor = name in NAME_CTORS
-        sorts = fn.input_sorts
-        decoders = [None if s in TERM_SORTS else decode[s] for s in sorts]  # once per table, not per row
+        if name in NAME_CTORS:
+            to_str = eg.value_to_string
+            for row in fn.rows:
+                if not row.subsumed:
+                    v = row.output
+                    out = known(v) or cls(v, sort)
+                    lets[to_str(row.inputs[0])] = out
+            continue
+        # once per table, not per row: each argument's sort and its decoder (None: a term class)
+        plan = [(s, None if s in TERM_SORTS else decode[s]) for s in fn.input_sorts]
         for k, row in enumerate(fn.rows):
             if row.subsumed:
                 continue
-            out = cls(row.output, sort)
-            if name_ctor:
-                view.lets[eg.value_to_string(row.inputs[0])] = out
-                continue
-            args = [("class", cls(v, s)) if d is None else ("lit", d(v)) for v, s, d in zip(row.inputs, sorts, decoders)]
+            v = row.output
+            out = known(v) or cls(v, sort)
+            args = [("class", known(v) or cls(v, s)) if d is None else ("lit", d(v))
+                    for v, (s, d) in zip(row.inputs, plan)]
             nid = f"{name}-{k}"
-            view.nodes[nid] = ENode(nid, name, out, args)
-            view.classes[out].append(nid)
+            nodes[nid] = ENode(nid, name, out, args)
+            classes[out].append(nid)
     for name, target in (("shape", view.shape), ("dtype", view.dtype)):
         fn = functions.get(name)
-        for row in fn.rows if fn is not None else ():
-            c = class_ids.get(row.inputs[0])
+        if fn is None:
+            continue
+        dec = decode[fn.output_sort]
+        for row in fn.rows:
+            c = known(row.inputs[0])
             if c is not None:
-                target[c] = decode[fn.output_sort](row.output)
+                target[c] = dec(row.output)
     fn = functions.get("IsParam")
     for row in fn.rows if fn is not None else ():
-        c = class_ids.get(row.inputs[0])
+        c = known(row.inputs[0])
         if c is not None:
             view.params.add(c)
     return view

@@ -22,6 +22,7 @@ from bench.scripts.pipeline_scale import TwoStage, graph_of_size
 from eqsat import driver
 from eqsat.cost import CostModel
 from eqsat.egraph import Session
+from eqsat.gcpause import gc_paused
 from eqsat.original import input_program
 from fx_bridge.autocast import drop_noop_autocast
 from fx_bridge.functionalize import functionalize_intermediates
@@ -48,6 +49,13 @@ def build_steps(gm, inputs) -> dict:
     problem = problem_of(lower(functionalize_intermediates(drop_noop_autocast(gm), inputs), inputs), rules, opts)
     out["lower"] = time.process_time() - t0
     out["commands"] = len(problem.program) + (len(problem.candidates) if problem.candidates is not None else 0)
+    with gc_paused():  # as driver.build runs
+        _time_steps(problem, rules, out)
+    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def _time_steps(problem, rules, out: dict) -> None:
     t0 = time.process_time()
 
     def step(name):
@@ -67,8 +75,6 @@ def build_steps(gm, inputs) -> dict:
         session.load(problem.candidates)
     step("candidates")
     out["price_value"], out["kernels"] = priced.cost, priced.kernels
-    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return out
 
 
 def main(argv=None) -> None:

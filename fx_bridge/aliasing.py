@@ -150,6 +150,11 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
     repair = Repair()
     replace: dict[int, torch.fx.Node] = {}
     copied: set[int] = set()
+    # alone in eager (fresh, and no later output a view of it) but read by a later output of ours:
+    # it gets the copy, so the later one keeps the storage eager gives it (issue 30: ``reshape(cat([p]))``
+    # found equal to ``p``, a piece whose later views are outputs too, alone or with that piece in eager)
+    alone = {i for i, w in enumerate(original) if w is not None and w.fresh} - _read_later(original)
+    to_copy = alone & _read_later(new)
     out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     for i, (want, got) in enumerate(zip(original, new)):
         if want is None or got is None:
@@ -162,7 +167,7 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
                     and (dialect == "torch" or want.fresh and inductor_view(leaves[i])))
         if relayout and dialect == "aten" and any(w is not None and i in w.outputs for w in original[i + 1:]):
             raise Unsupported(f"output {i} would need a copy in eager's layout, and a later output is a view of it")
-        if want == got and not relayout:
+        if want == got and not relayout and i not in to_copy:
             continue
         leaf = leaves[i]
         with gm.graph.inserting_before(out_node):
@@ -189,6 +194,11 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
         out_node.args = (map_aggregate(out_node.args[0], lambda x: replace.get(next(it), x)),)
         gm.recompile()
     return repair
+
+
+def _read_later(signature: list[LeafAlias | None]) -> set[int]:
+    """The outputs some later output shares storage with."""
+    return {j for a in signature if a is not None for j in a.outputs}
 
 
 def _after_repairs(got: LeafAlias, replaced: Iterable[int], copied: set[int]) -> LeafAlias:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 from torch.fx.node import map_aggregate
@@ -149,10 +149,17 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
                               "copied back into a mutated input, which Inductor returns as the input itself")
     repair = Repair()
     replace: dict[int, torch.fx.Node] = {}
+    copied: set[int] = set()
+    # alone in eager (fresh, and no later output a view of it) but read by a later output of ours:
+    # it gets the copy, so the later one keeps the storage eager gives it (issue 30: ``reshape(cat([p]))``
+    # found equal to ``p``, a piece whose later views are outputs too, alone or with that piece in eager)
+    alone = {i for i, w in enumerate(original) if w is not None and w.fresh} - _read_later(original)
+    to_copy = alone & _read_later(new)
     out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     for i, (want, got) in enumerate(zip(original, new)):
         if want is None or got is None:
             continue
+        got = _after_repairs(got, replace, copied)
         target = dense_like(want.layout)
         # eager's is a slice or an expand of a buffer (no copy has it) and ours is dense: as good
         relayout = (i < user and not same_layout(want.layout, got.layout)
@@ -160,19 +167,19 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
                     and (dialect == "torch" or want.fresh and inductor_view(leaves[i])))
         if relayout and dialect == "aten" and any(w is not None and i in w.outputs for w in original[i + 1:]):
             raise Unsupported(f"output {i} would need a copy in eager's layout, and a later output is a view of it")
-        if want == got and not relayout:
+        if want == got and not relayout and i not in to_copy:
             continue
         leaf = leaves[i]
         with gm.graph.inserting_before(out_node):
             if want.fresh and relayout and dialect == "aten":
                 replace[i] = _clone(gm.graph, leaf, dialect)  # Inductor gives it eager's strides
-                repair.copies += 1
+                copied.add(i)
             elif want.fresh and relayout:
                 replace[i] = _copy_in_layout(gm.graph, leaf, target)
-                repair.copies += 1
+                copied.add(i)
             elif want.fresh:
                 replace[i] = _clone(gm.graph, leaf, dialect)
-                repair.copies += 1
+                copied.add(i)
             elif want != got and not ((want.inputs, want.outputs) == (got.inputs, got.outputs)
                                       and want.same_node_as < got.same_node_as):
                 raise Unsupported(f"output {i} would alias {_describe(got)} where eager's aliases {_describe(want)}")
@@ -181,11 +188,26 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
             else:
                 replace[i] = _fresh_view(gm.graph, leaf, dialect)
                 repair.views += 1
+    repair.copies = len(copied)
     if replace:
         it = iter(range(len(leaves)))
         out_node.args = (map_aggregate(out_node.args[0], lambda x: replace.get(next(it), x)),)
         gm.recompile()
     return repair
+
+
+def _read_later(signature: list[LeafAlias | None]) -> set[int]:
+    """The outputs some later output shares storage with."""
+    return {j for a in signature if a is not None for j in a.outputs}
+
+
+def _after_repairs(got: LeafAlias, replaced: Iterable[int], copied: set[int]) -> LeafAlias:
+    """``got`` once the earlier outputs ``replaced`` have their copy (``copied``) or fresh view: a
+    copy shares no storage with this leaf any more, and neither is the very node this leaf is. Read
+    before the repairs, a view of an output that eager computes afresh and we found equal to another
+    (``cat(split(r))`` → ``r``) seemed to alias both, though the one gets a copy (issue 30)."""
+    return dataclasses.replace(got, outputs=got.outputs - copied,
+                               same_node_as=got.same_node_as - {f"out{j}" for j in replaced})
 
 
 def inductor_view(n: Any) -> bool:

@@ -231,6 +231,16 @@ class _Climb:
         self.checkpoint = (self.best, self.cost)
         return True
 
+    def try_program(self, other: Choice) -> bool:
+        """Take ``other`` whole when it pays, priced whole; whether it was kept."""
+        now = self.model.program_cost(self.view, other, self.roots).cost
+        if not self._pays(now, self.cost):
+            return False
+        self._set(other, now)
+        self.checkpoint = (self.best, now)
+        self.changed = True
+        return True
+
     def _pays(self, new: float, old: float) -> bool:
         return new < old * (1 - 1e-9) if self.improve else new <= old * (1 + 1e-9)
 
@@ -478,6 +488,30 @@ def extract(view: EGraphView, roots: Iterable[str], model: CostModel, time_limit
                       search_cut=cut)
 
 
+def put_back(view: EGraphView, roots: list[str], choice: Choice, input_choice: Choice,
+             classes: Iterable[str]) -> Choice | None:
+    """``choice`` with ``classes`` computed as the input computes them, its reachable part. A class
+    the input has not got drops out, and so every class of ``choice`` that reads one is put back too.
+    None when the mix reads a class back or misses one."""
+    readers: dict[str, set[str]] = {}
+    for c, n in choice.items():
+        for k in view.nodes[n].children:
+            readers.setdefault(k, set()).add(c)
+    back = set(classes)
+    dropped = [c for c in back if c not in input_choice]
+    while dropped:
+        for r in readers.get(dropped.pop(), ()):
+            if r not in back:
+                back.add(r)
+                if r not in input_choice:
+                    dropped.append(r)
+    mixed = {**input_choice, **{c: n for c, n in choice.items() if c not in back}}
+    mixed = reachable(view, roots, mixed)
+    if not is_complete(view, roots, mixed) or not is_acyclic(view, roots, mixed):
+        return None
+    return mixed
+
+
 def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Choice, cost: float,
                 original: Choice, full: Choice, work: Work,
                 deadline: Deadline | None = None) -> tuple[Choice | None, bool]:
@@ -503,4 +537,23 @@ def undo_unpaid(view: EGraphView, roots: list[str], model: CostModel, choice: Ch
                 break
             moved |= tried
         moved = climb.end_pass() and moved
+    for group in [] if cut else _read_together(view, climb.best, original):
+        if cut := climb.stop(len(climb.best)):
+            break
+        mixed = put_back(view, roots, climb.best, original, group)
+        if mixed is not None:
+            climb.try_program(mixed)
     return (climb.best if climb.changed else None), cut
+
+
+def _read_together(view: EGraphView, choice: Choice, original: Choice) -> list[list[str]]:
+    """Rewritten classes that read one class the input program does not compute (the two products
+    a stacked multiply computes for two readers), groups of two or more: putting back one of them
+    alone keeps the shared class and so pays nothing; only the group together can."""
+    groups: dict[str, list[str]] = {}
+    for c, n in choice.items():
+        if c in original and n != original[c]:
+            for k in dict.fromkeys(view.nodes[n].children):
+                if k not in original:
+                    groups.setdefault(k, []).append(c)
+    return [g for g in groups.values() if len(g) > 1]

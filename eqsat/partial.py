@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from .extract import is_acyclic, is_complete, reachable
+from .extract import put_back, reachable
 from .provenance import rules_by_class, rules_used
 from .rule import Rule
 from .serialized import Choice, EGraphView, walk
@@ -61,30 +61,6 @@ def rewrite_sites(view: EGraphView, roots: Iterable[str], choice: Choice,
         if c in changed:
             sites.setdefault(find(c), []).append(c)
     return list(sites.values())
-
-
-def put_back(view: EGraphView, roots: list[str], choice: Choice, input_choice: Choice,
-             classes: Iterable[str]) -> Choice | None:
-    """``choice`` with ``classes`` computed as the input computes them, its reachable part. A class
-    the input has not got drops out, and so every class of ``choice`` that reads one is put back too.
-    None when the mix reads a class back or misses one."""
-    readers: dict[str, set[str]] = {}
-    for c, n in choice.items():
-        for k in view.nodes[n].children:
-            readers.setdefault(k, set()).add(c)
-    back = set(classes)
-    dropped = [c for c in back if c not in input_choice]
-    while dropped:
-        for r in readers.get(dropped.pop(), ()):
-            if r not in back:
-                back.add(r)
-                if r not in input_choice:
-                    dropped.append(r)
-    mixed = {**input_choice, **{c: n for c, n in choice.items() if c not in back}}
-    mixed = reachable(view, roots, mixed)
-    if not is_complete(view, roots, mixed) or not is_acyclic(view, roots, mixed):
-        return None
-    return mixed
 
 
 def partials(view: EGraphView, roots: list[str], choice: Choice, input_choice: Choice,

@@ -29,6 +29,17 @@ def _captured(model, *x):
     return captured["gm"], captured["ex"]
 
 
+def assert_no_cheaper_single_swap(view, roots, choice, cost, best):
+    """No acyclic swap of one class's node makes the program, priced whole, cheaper than ``best``."""
+    full = {**{n.eclass: nid for nid, n in view.nodes.items()}, **choice}
+    for cls, nid in choice.items():
+        for other in view.classes[cls]:
+            trial = {**full, cls: other}
+            if other == nid or _reaches(view, trial, view.nodes[other].children, cls):
+                continue
+            assert cost.program_cost(view, reachable(view, roots, trial), roots).cost >= best * (1 - 1e-9)
+
+
 def _saturated(model, *x, **options):
     low = lower(*_captured(model, *x))
     opts = Options.of(options)
@@ -53,13 +64,7 @@ def test_fusion_search_stops_on_a_local_optimum(ilp_seconds):
     assert ex.extraction.extractor == "local"
     assert ex.extraction.after.kernels < ex.extraction.before.kernels
     best = cost.program_cost(view, choice, roots).cost
-    full = {**{n.eclass: nid for nid, n in view.nodes.items()}, **choice}
-    for cls, nid in choice.items():
-        for other in view.classes[cls]:
-            trial = {**full, cls: other}
-            if other == nid or _reaches(view, trial, view.nodes[other].children, cls):
-                continue
-            assert cost.program_cost(view, reachable(view, roots, trial), roots).cost >= best * (1 - 1e-9)
+    assert_no_cheaper_single_swap(view, roots, choice, cost, best)
 
 
 def test_a_search_that_converged_is_not_reported_cut_when_its_clock_runs_out_after(monkeypatch):

@@ -1,13 +1,14 @@
 """Time each phase of the optimizer on synthetic graphs of growing size (issue: spine benchmark).
 
     python -m bench.scripts.pipeline_scale --pieces 256 1024 4096 --nodes 1000 5000 20000 --seconds 30
-    python -m bench.scripts.pipeline_scale --dynamo --pieces 4096 [--train] [--device cuda]
+    python -m bench.scripts.pipeline_scale --dynamo --pieces 4096 [--train] [--device cuda] [--inductor-alone]
 
 ``--dynamo`` goes through ``torch.compile(backend=eqsat_backend(...))`` as a user does (issue 30):
 the two-stage model of ``TwoStage`` is traced by Dynamo, optimized (and, with ``--train``, so are
 AOTAutograd's forward and backward graphs), and compiled by Inductor; each row sums every graph's
 optimizer phases and counts the loop nests / kernels Inductor generated; on ``--device cuda`` also
 the kernel launches of the step (the wrappers' ``call`` bodies, forward and backward).
+``--inductor-alone`` compiles the same model with plain Inductor (the baseline the issue compares to).
 
 Two axes: Optimus' wide split→pointwise→cat (``--pieces``) and random graphs from ``bench.graphgen``
 (``--nodes``: float32 split/cat/pointwise/view/matmul tangles). Fake values are recorded before
@@ -70,18 +71,20 @@ class TwoStage(torch.nn.Module):
         return torch.cat([torch.tanh(p) + 1 for p in torch.split(y, 4, dim=1)], dim=1)
 
 
-def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64, device: str = "cpu") -> dict:
+def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64, device: str = "cpu",
+                   inductor_alone: bool = False) -> dict:
     """Compile and run ``TwoStage`` (a training step with ``train``) through ``torch.compile`` on
-    ``device``; optimizer seconds per phase over every graph, graph and e-graph sizes, kernels (and
-    launches), stop reasons."""
+    ``device`` with eqsat (or Inductor alone); optimizer seconds per phase over every graph, graph and
+    e-graph sizes, kernels (and launches), stop reasons."""
     from fx_bridge import eqsat_backend, inductor_metrics
 
     torch_compat.reset_dynamo()
     x = torch.randn(rows, pieces, requires_grad=train, device=device)
-    backend = eqsat_backend(**options)
+    backend = "inductor" if inductor_alone else eqsat_backend(**options)
     inductor_metrics.reset()
     t0 = time.perf_counter()
-    with inductor_metrics.inductor_config_patch("eqsat"), inductor_metrics.capture_output_code() as codes:
+    mode = "inductor" if inductor_alone else "eqsat"
+    with inductor_metrics.inductor_config_patch(mode), inductor_metrics.capture_output_code() as codes:
         out = torch.compile(TwoStage(), backend=backend)(x)
         if train:
             out.sum().backward()
@@ -90,7 +93,7 @@ def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64, devi
     torch.testing.assert_close(out.detach(), expected)
     if train:
         torch.testing.assert_close(x.grad, _eager_grad(x.detach()))
-    reports = backend.reports + backend.post_grad_reports
+    reports = [] if inductor_alone else backend.reports + backend.post_grad_reports
     phases: dict[str, float] = {}
     for r in reports:
         for k, v in r.phase_seconds.items():
@@ -118,9 +121,10 @@ def dynamo_main(args) -> None:
     print("|---" * (len(PHASES) + 9) + "|")
     options = {"seconds": args.seconds} if args.seconds else {}
     for pieces in args.pieces:
-        r = through_dynamo(pieces, args.train, options, device=args.device)
+        r = through_dynamo(pieces, args.train, options, device=args.device, inductor_alone=args.inductor_alone)
         phases = " | ".join(f"{r['phases'].get(p, 0):.2f}" for p in PHASES)
-        print(f"| {pieces} | {'train' if args.train else 'inference'} | {r['graphs']} | {r['egraph']} | {phases} | "
+        mode = ('train' if args.train else 'inference') + (' (Inductor alone)' if args.inductor_alone else '')
+        print(f"| {pieces} | {mode} | {r['graphs']} | {r['egraph']} | {phases} | "
               f"{r['optimizer']:.2f} | {r['total']:.1f} | {r['kernels']} | {r['launches'] or '-'} | "
               f"{'; '.join(r['stop'])} |", flush=True)
 
@@ -143,6 +147,7 @@ def main(argv=None) -> None:
                     help="the optimizer's budget (default: 30 s; with --dynamo the backend's default)")
     ap.add_argument("--dynamo", action="store_true", help="issue 30's two-stage model through torch.compile")
     ap.add_argument("--train", action="store_true", help="with --dynamo: a training step (forward and backward)")
+    ap.add_argument("--inductor-alone", action="store_true", help="with --dynamo: plain Inductor, the baseline")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="with --dynamo: where the model runs (cuda also counts the step's kernel launches)")
     args = ap.parse_args(argv)

@@ -34,6 +34,7 @@ from eqsat.deadline import Allowance
 from . import artifacts, cache, torch_compat
 from .cache.key import source_hash
 from .fallback import kept_original
+from .noop_outputs import refuse_new_merges
 from .options import Options, device_of
 from .report import Report
 
@@ -95,6 +96,7 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
                                           {"user_outputs": user, "copied_back": len(epilogue)}, run)
                           if cached else run())
         if new_gm is not body:
+            refuse_new_merges(graph, _with_body(graph, new_gm.graph, epilogue))
             _replace_body(graph, new_gm.graph, epilogue)
         artifacts.graph_after("post_grad", graph, report)
         log.info("eqsat post-grad: %s", report.summary())
@@ -142,6 +144,14 @@ def _lift_epilogue(graph: torch.fx.Graph) -> tuple[torch.fx.GraphModule, list[to
     new.output((map_arg(output.args[0], env.__getitem__), sources))
     owner = graph.owning_module if graph.owning_module is not None else torch.nn.Module()
     return torch.fx.GraphModule(owner, new), epilogue
+
+
+def _with_body(graph: torch.fx.Graph, new: torch.fx.Graph, epilogue: list[torch.fx.Node]) -> torch.fx.Graph:
+    """A copy of ``graph`` with ``new``'s body (``_replace_body`` on the copy); ``graph`` is left alone."""
+    copy, env = torch.fx.Graph(owning_module=graph.owning_module), {}
+    copy.output(copy.graph_copy(graph, env))
+    _replace_body(copy, new, [env[c] for c in epilogue])
+    return copy
 
 
 def _replace_body(graph: torch.fx.Graph, new: torch.fx.Graph, epilogue: list[torch.fx.Node]) -> None:

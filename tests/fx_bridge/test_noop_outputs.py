@@ -1,0 +1,48 @@
+"""Outputs Inductor's remove_noop_ops would merge (fx_bridge.noop_outputs)."""
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from bench.scripts import soak
+from fx_bridge.lower import Unsupported
+from fx_bridge.noop_outputs import refuse_new_merges
+
+
+def _aten(f):
+    return make_fx(f, tracing_mode="fake")(torch.randn(4)).graph
+
+
+def _two_clones(x):
+    y = x * 2
+    return y.clone(), y.clone()
+
+
+def _clone_and_product(x):
+    y = x * 2
+    return y.clone(), y * 3
+
+
+def test_inductor_alone_returns_two_clones_of_one_value_as_one_tensor():
+    """The behaviour the check guards against, shown on Inductor alone (not a bug of ours)."""
+    a, b = torch.compile(_two_clones, backend="inductor")(torch.randn(4))
+    if a is not b:
+        pytest.skip("this torch's remove_noop_ops keeps the two clones apart")
+    assert a.data_ptr() == b.data_ptr()
+
+
+def test_a_program_whose_outputs_the_removal_merges_is_refused():
+    with pytest.raises(Unsupported, match="outputs 0 and 1"):
+        refuse_new_merges(_aten(_clone_and_product), _aten(_two_clones))
+
+
+def test_merges_the_input_program_has_too_are_no_reason_to_refuse():
+    refuse_new_merges(_aten(_two_clones), _aten(_two_clones))
+    refuse_new_merges(_aten(_clone_and_product), _aten(_clone_and_product))
+
+
+def test_soak_seed_3010674_keeps_its_outputs_apart():
+    """``stack(unbind(t))`` found equal to ``t`` and kept apart by a clone, while ``t``'s full
+    ``slice_scatter`` is dropped: the post-grad pass now keeps the graph, and the outputs stay two."""
+    result = soak.run_case(3010674, train=False)
+    assert result["problem"] is None, result
+    assert any("remove_noop_ops" in f for f in result["fallbacks"])

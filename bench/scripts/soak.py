@@ -289,7 +289,13 @@ def _restride(t, layout, inputs, view):
         for d in reversed(sorted(range(len(sizes)), key=lambda d: (-layout[1][d], d))):
             strides[d], step = step, step * sizes[d]
     _RESTRIDED["restrided"] += 1
-    return torch.empty_strided(sizes, tuple(strides), dtype=t.dtype, device=t.device).copy_(t)
+    out = torch.empty_strided(sizes, tuple(strides), dtype=t.dtype, device=t.device)
+    dst, src = out, t  # an expand's zero strides: Inductor's kernel writes each element, eager's copy_ refuses
+    for d, (n, st) in enumerate(zip(sizes, strides)):
+        if st == 0 and n > 1:
+            dst, src = dst.narrow(d, 0, 1), src.narrow(d, 0, 1)
+    dst.copy_(src)
+    return out
 
 
 class _Inductor:

@@ -359,7 +359,7 @@ class _Loaded:
         return rows == self.rows
 
 
-class _Pool(threading.local):
+class _Pool:
     """E-graphs with the rules loaded, reused by the next session of the same setup commands.
 
     egglog compiles each of the ~850 rule commands as it loads them: ~0.15 s of CPU a session, the
@@ -367,8 +367,10 @@ class _Pool(threading.local):
     of their CPU). Restoring a snapshot of the loaded state (``pop``, then ``push`` it again) costs
     ~0.02 s. Only an e-graph no live session holds is reused (a weak reference to its last session),
     so a session never sees another's terms; rewinding is checked by the state's size, and an
-    e-graph that fails it is dropped for a fresh one. Per thread: sessions are not shared between
-    threads."""
+    e-graph that fails it is dropped for a fresh one. The main thread's only: egglog's e-graph may
+    only be dropped on the thread that made it, and a pool kept by another thread (CUDA's autograd
+    thread compiles backward graphs) is dropped by the main thread at exit ("EGraph is unsendable,
+    but is being dropped on another thread"); elsewhere a session loads its own, dropped with it."""
 
     KEEP = 8  # setups kept (rule sets: the pipeline's, pricing's, a user's options)
 
@@ -376,6 +378,8 @@ class _Pool(threading.local):
         self.kept: OrderedDict[tuple, _Loaded] = OrderedDict()
 
     def take(self, session: Session) -> bindings.EGraph:
+        if threading.current_thread() is not threading.main_thread():
+            return session._load_setup()
         key = tuple(text for text, _ in session._setup)
         kept = self.kept.get(key)
         if kept is not None and kept.owner() is None:

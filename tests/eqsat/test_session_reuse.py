@@ -66,3 +66,30 @@ def test_a_rewind_that_does_not_restore_the_rules_only_state_loads_afresh():
     t = Session([], [])
     assert t._eg is not eg and t.size() == Session([], []).size()
 
+
+
+_IN_A_THREAD_THEN_EXIT = """
+import sys, threading
+sys.path.insert(0, {rules!r})
+from egraph_case import Case
+done, hold = threading.Event(), threading.Event()
+def work():
+    Case().let("t", {term!r}).run()
+    done.set(); hold.wait()   # the thread outlives the main one, as CUDA's autograd thread does
+threading.Thread(target=work, daemon=True).start()
+done.wait()
+print("ran")
+"""
+
+
+def test_a_session_on_another_thread_leaves_nothing_the_main_thread_drops_at_exit():
+    """CUDA runs backward on an autograd thread, where AOT compiles the backward graph: an e-graph
+    kept for reuse there was dropped by the main thread at exit, and egglog printed "EGraph is
+    unsendable, but is being dropped on another thread" after the training step of issue 30's model."""
+    import subprocess
+
+    code = _IN_A_THREAD_THEN_EXIT.format(rules=str(Path(__file__).parents[1] / "rules"), term=CAT_OF_SPLIT)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).parents[2])
+    assert done.returncode == 0 and "ran" in done.stdout, done.stderr[-2000:]
+    assert "unsendable" not in done.stderr, done.stderr[-2000:]

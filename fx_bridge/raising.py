@@ -76,6 +76,7 @@ class _Raiser:
         self.targets = _torch_targets(ops.version())
         self.sym: SymNodes | None = None  # set once the placeholders exist
         self.bypassed: list[torch.fx.Node] = []  # views a unary was moved below (``_below_view``)
+        self._from_term: set[str] = set()  # classes whose original node is not copied (``emit_all``)
 
     def size(self, v: Any) -> Any:
         """A literal argument as raising writes it: an encoded symbolic size becomes a ``Linear``."""
@@ -108,25 +109,40 @@ class _Raiser:
         return classes
 
     # -- emission --------------------------------------------------------------------------------
-    def deps(self, cls: str) -> list[str]:
+    def _copied_inputs(self, cls: str) -> list[str] | None:
+        """The classes a copy of ``cls``'s original node reads; None when it is built from its term."""
         orig = self._original_of(cls)
-        copy_in = self._copy_inputs(orig) if orig is not None and orig.op != "placeholder" else None
+        if orig is None or orig.op == "placeholder" or cls in self._from_term:
+            return None
+        return self._copy_inputs(orig)
+
+    def deps(self, cls: str) -> list[str]:
+        copy_in = self._copied_inputs(cls)
         if copy_in is not None:
             return copy_in
         return list(dict.fromkeys(self.view.nodes[self.choice[cls]].children))
 
     def emit_all(self, roots: Sequence[str]) -> None:
-        """Build every class the roots need, producers first (classes already built are leaves)."""
-        g = nx.DiGraph()
-        g.add_edges_from((ROOT, r) for r in roots)
-        g.add_edges_from((c, d) for c in self.choice if c not in self.env for d in self.deps(c))
+        """Build every class the roots need, producers first (classes already built are leaves). A
+        copied original can read its own class: ``narrow(p, 1, 0, 1)`` of a one-wide piece ``p`` of
+        ``split(x, 1, 1)`` is ``p`` (soak seed 3001295), and the two nodes share one e-node. The chosen
+        terms form no cycle, so the classes on a cycle of copies are built from their terms."""
+        while True:
+            g = nx.DiGraph()
+            g.add_edges_from((ROOT, r) for r in roots)
+            g.add_edges_from((c, d) for c in self.choice if c not in self.env for d in self.deps(c))
+            try:
+                cycle = nx.find_cycle(g, ROOT)
+            except nx.NetworkXNoCycle:
+                break
+            self._from_term.update(c for c, _ in cycle)
         for cls in nx.dfs_postorder_nodes(g, ROOT):
             if cls is not ROOT and cls not in self.env:
                 self.env[cls] = self.build(cls)
 
     def build(self, cls: str) -> Any:
         orig = self._original_of(cls)
-        if orig is not None and orig.op != "placeholder" and self._copy_inputs(orig) is not None:
+        if self._copied_inputs(cls) is not None:
             return self._copy(orig)
         self._name = orig.name if orig is not None else None
         e = self.view.nodes[self.choice[cls]]

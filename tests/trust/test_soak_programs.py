@@ -380,6 +380,16 @@ def test_an_output_given_an_expands_strides_back_is_no_crash(seed, train):
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
+
+@pytest.mark.parametrize("seed", [3001295, 3010073])
+def test_a_copied_node_whose_input_is_its_own_class_is_rebuilt_from_its_term(seed):
+    """Soak seeds 3001295 and 3010073 (training): ``narrow(p, 1, 0, 1)`` of the one-wide piece ``p`` of
+    ``split(x, 1, 1)`` is ``p``; both are one e-node, so raising copied the narrow reading its own
+    class and failed (``KeyError``, graph kept as an internal error)."""
+    result = soak.run_case(seed, train=True)
+    assert not result.get("internal_errors"), result["internal_errors"]
+    assert result["problems"] == [] and result["changed"], result
+
 # -- what the soak found: outputs in other layouts (R1's kind) through the post-grad pass -------------
 def _split_cat_of_a_slice_after_a_write(x):
     y = x.clone()

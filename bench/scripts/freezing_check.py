@@ -7,6 +7,7 @@ program: its code goes to ``--dump`` (the reproducer for upstream).
 
     python -m bench.scripts.freezing_check --device cuda --model bart --dump DIR
     python -m bench.scripts.freezing_check --gpu-cost --no-prepack    # on a CPU: the rewrites a GPU compile makes
+    python -m bench.scripts.freezing_check --device cuda --only-disabled batch_linear_lhs   # one variant, no graph-by-graph part
 
 On a CPU the calibrated CPU model batches nothing in BART, and freezing packs the linears' weights into
 mkldnn ops our passes do not rewrite; ``--gpu-cost`` prices with the GPU model and ``--no-prepack``
@@ -46,7 +47,10 @@ def main(argv=None) -> None:
     ap.add_argument("--dump", default=None, help="write the code of every graph Inductor gets wrong here")
     ap.add_argument("--gpu-cost", action="store_true", help="price with the GPU cost model (on a CPU)")
     ap.add_argument("--no-prepack", action="store_true", help="CPU: keep linears as addmm under freezing")
+    ap.add_argument("--only-disabled", default=None,
+                    help="only the variants disabling these rules (comma-separated), without the graph-by-graph part")
     args = ap.parse_args(argv)
+    only = None if args.only_disabled is None else tuple(args.only_disabled.split(","))
     model, inputs = REGISTRY[args.model](args.size, device=args.device)
     cost = CostModel.for_device("cuda") if args.gpu_cost else None
     prepack = {"cpp.weight_prepack": False} if args.no_prepack else {}
@@ -55,14 +59,14 @@ def main(argv=None) -> None:
         torch_compat.reset_dynamo()
         alone = _first(torch.compile(model)(*inputs))
         print(f"inductor alone: max err {(alone - want).abs().max().item():.3g}", flush=True)
-        for inner, disabled in VARIANTS:
+        for inner, disabled in VARIANTS if only is None else [("inductor", only)]:
             torch_compat.reset_dynamo()
             backend = eqsat_backend(inner=inner, disabled=list(disabled), cost=cost)
             got = _first(torch.compile(model, backend=backend)(*inputs))
             used = sorted({r for rep in backend.reports for r in rep.rules_used})
             print(f"inner={inner} disabled={list(disabled)}: max err {(got - want).abs().max().item():.3g}; "
                   f"used {used}", flush=True)
-        for post_grad in (False, True):
+        for post_grad in (False, True) if only is None else ():
             torch_compat.reset_dynamo()
             got = _first(torch.compile(model, backend=_per_graph(post_grad, args.dump, cost))(*inputs))
             print(f"unguarded, post_grad={post_grad}: model max err {(got - want).abs().max().item():.3g}", flush=True)

@@ -49,3 +49,59 @@ def test_stack_slot_reused_in_place_stays_right():
         torch_compat.reset_dynamo()
         got = torch.compile(stack_of_shared, backend="eqsat")(*args)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+# -- low-precision ties (soak seeds 4000053 and 4001911, H200, torch 2.11) ------------------------------
+def _dynamo_graphs(case):
+    """The Dynamo graphs the backend gets for soak ``case``, as it runs in the soak."""
+    from bench.scripts import soak
+
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch_compat.reset_dynamo()
+    compiled = torch.compile(lambda *xs: case.gm(*xs), backend=capture)
+    soak._run(case, compiled, soak._copies(case, "cpu"))
+    return graphs
+
+
+@pytest.mark.parametrize("seed", [4000053, 4001911])
+def test_low_precision_max_compiles_with_eager_rounding(seed):
+    """Both soak programs take an ``amax`` of float16 values; their Dynamo graph compiles with
+    ``emulate_precision_casts`` (docs/upstream/inductor_lowp_tie_mask.py), the same program in
+    float32 keeps Inductor's defaults."""
+    from bench.scripts import soak
+
+    case = soak.make_case(seed, True)
+    assert {x.dtype for x in case.inputs} == {torch.float16}
+    graphs = _dynamo_graphs(case)
+    assert any(inductor_workarounds.config_for(gm, {}).get("emulate_precision_casts") for gm in graphs)
+    case.inputs = [x.float() for x in case.inputs]
+    assert not any(inductor_workarounds.config_for(gm, {}).get("emulate_precision_casts")
+                   for gm in _dynamo_graphs(case))
+
+
+def test_low_precision_equality_of_aten_graph():
+    """Post-grad (Aten) graphs are recognised by their nodes' ``val`` too."""
+    def f(x):
+        return torch.ops.aten.eq.Tensor(x, torch.ops.aten.amax.default(x, [0], True))
+
+    gm = torch.fx.symbolic_trace(f)
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            n.meta["val"] = torch.empty(3, 4, dtype=torch.bfloat16)
+    assert inductor_workarounds.config_for(gm, {}) == {"emulate_precision_casts": True}
+    assert inductor_workarounds.config_for(gm, {"emulate_precision_casts": False}) == {"emulate_precision_casts": False}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="Triton's unrounded fusion: CUDA only")
+@pytest.mark.parametrize("seed", [4000053, 4001911])
+def test_low_precision_max_gradients_match_eager_on_gpu(seed):
+    """The soak's H200 run (torch 2.11): NaN gradients through the amax (24/24 and 8/16 elements)."""
+    from bench.scripts import soak
+
+    result = soak.run_case(seed, True, device="cuda", inductor=True)
+    assert result["problems"] == [], result

@@ -105,3 +105,57 @@ def test_low_precision_max_gradients_match_eager_on_gpu(seed):
 
     result = soak.run_case(seed, True, device="cuda", inductor=True)
     assert result["problems"] == [], result
+
+
+def _graph_with_a_new_node():
+    """A post-grad-like graph: ``sigmoid`` traced by AOTAutograd (``original_aten``), ``decomp`` an
+    unmarked decomposition step, ``new`` a node a pass made."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    x.meta["val"] = torch.empty(4, dtype=torch.float16)
+    sig = graph.call_function(torch.ops.aten.sigmoid.default, (x,))
+    decomp = graph.call_function(torch.ops.aten.mul.Tensor, (sig, sig))
+    new = graph.call_function(torch.ops.aten.amax.default, (decomp, [0]))
+    for n in (sig, decomp, new):
+        n.meta["val"] = torch.empty(4 if n is not new else (), dtype=torch.float16)
+    sig.meta.update(original_aten=torch.ops.aten.sigmoid.default, low_precision_pointwise_barrier=True)
+    decomp.meta["original_aten"] = torch.ops.aten.sigmoid.default
+    graph.output(new)
+    return graph, sig, decomp, new
+
+
+def test_nodes_a_pass_made_are_rounded_as_eager_ops_under_emulate_precision_casts():
+    graph, sig, decomp, new = _graph_with_a_new_node()
+    torch_compat.mark_eager_rounding(graph)
+    assert "low_precision_pointwise_barrier" not in new.meta  # config off: nothing changes
+    with torch._inductor.config.patch(emulate_precision_casts=True):
+        torch_compat.mark_eager_rounding(graph)
+    assert new.meta["low_precision_pointwise_barrier"] is True
+    assert "low_precision_pointwise_barrier" not in decomp.meta  # AOT's decision stands
+
+
+@pytest.mark.slow
+def test_post_grad_pass_marks_its_new_nodes(monkeypatch):
+    """Soak seed 4000053's forward through the post-grad pass under the workaround's config: the
+    clone the pass adds is marked like the traced nodes around it."""
+    import operator
+
+    from bench.scripts import soak
+    from fx_bridge import post_grad
+
+    seen = []
+    real = post_grad.optimize_graph_in_place
+
+    def spy(graph, *args, **kwargs):
+        report = real(graph, *args, **kwargs)
+        seen.append((report, [n for n in graph.nodes if n.op == "call_function"]))
+        return report
+
+    monkeypatch.setenv("EQSAT_CACHE", "0")
+    monkeypatch.setattr(post_grad, "optimize_graph_in_place", spy)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        result = soak.run_case(4000053, True, inductor=True)
+    assert result["problems"] == []
+    new = [n for report, nodes in seen if report.changed for n in nodes
+           if "original_aten" not in n.meta and n.target is not operator.getitem]
+    assert new and all(n.meta.get("low_precision_pointwise_barrier") for n in new), [n.format_node() for n in new]

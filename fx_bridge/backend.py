@@ -57,9 +57,16 @@ class EqsatBackend:
         except Exception as e:  # Inductor rejected our graph: the original must still compile
             log.warning("eqsat: Inductor failed on the optimized graph (%s: %s); compiling the original",
                         type(e).__name__, e)
+            report.changed = False
+            try:
+                compiled = self._inner(opts, allowance, inductor, gm)(gm, example_inputs)
+            except Exception:  # the user's own graph fails the same compile: not a bug of ours
+                report.skipped = f"inductor fails on the original graph too: {type(e).__name__}"
+                report.fallback = "skipped"
+                raise
             report.skipped = f"internal error: inductor failed on optimized graph: {type(e).__name__}"
             report.fallback = "internal error"
-            return self._inner(opts, allowance, inductor, gm)(gm, example_inputs)
+            return compiled
 
     def _inner(self, opts: Options, allowance: Allowance, inductor: dict,
                gm: torch.fx.GraphModule) -> Callable:

@@ -27,9 +27,46 @@ def _joins_a_shared_operand(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
+# Ops whose value (or whose backward's tie mask, ``grad * (x == amax(x)) / count``) tests low-precision
+# floats for exact equality.
+_EXACT_TIES = {"amax", "amin", "max", "min", "maximum", "minimum", "eq", "ne"}
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _op_name(node: torch.fx.Node) -> str | None:
+    if node.op == "call_method":
+        return node.target
+    if node.op != "call_function":
+        return None
+    target = getattr(node.target, "overloadpacket", node.target)  # aten.amax.default -> aten.amax
+    return getattr(target, "__name__", None)
+
+
+def _value(node) -> object:
+    meta = node.meta if isinstance(node, torch.fx.Node) else {}
+    return meta.get("example_value", meta.get("val"))
+
+
+def _ties_low_precision_floats(gm: torch.fx.GraphModule) -> bool:
+    """A max/min or an equality over float16/bfloat16 values (soak seeds 4000053 and 4001911, H200,
+    torch 2.11). Inductor's Triton kernels compute a fused low-precision chain in float32 and round only
+    what they store, so the amax backward's ``eq(amax(s), s)`` compares the rounded maximum with the
+    unrounded ``s``: no element ties, the tie count is 0, and every gradient through the max is NaN
+    (``docs/upstream/inductor_lowp_tie_mask.py``; pytorch#195214). Any materialisation of ``s`` (a cat
+    of its splits, which eqsat removes) hid it. ``emulate_precision_casts`` rounds every eager op's
+    output as eager does, so both sides of the comparison are the same float16 values."""
+    for node in gm.graph.nodes:
+        if _op_name(node) in _EXACT_TIES:
+            values = [_value(a) for a in node.args if isinstance(a, torch.fx.Node)]
+            if any(isinstance(v, torch.Tensor) and v.dtype in _LOW_PRECISION for v in values):
+                return True
+    return False
+
+
 # (pattern, Inductor config avoiding it, reproducer)
 WORKAROUNDS: tuple[tuple[Callable[[torch.fx.GraphModule], bool], dict, str], ...] = (
     (_joins_a_shared_operand, {"inplace_buffers": False}, "docs/upstream/inductor_stack_slot_reuse.py"),
+    (_ties_low_precision_floats, {"emulate_precision_casts": True}, "docs/upstream/inductor_lowp_tie_mask.py"),
 )
 
 

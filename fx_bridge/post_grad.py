@@ -98,6 +98,7 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
         if new_gm is not body:
             refuse_new_merges(graph, _with_body(graph, new_gm.graph, epilogue))
             _replace_body(graph, new_gm.graph, epilogue)
+            torch_compat.mark_eager_rounding(graph)
         artifacts.graph_after("post_grad", graph, report)
         log.info("eqsat post-grad: %s", report.summary())
         return report

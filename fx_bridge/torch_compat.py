@@ -293,6 +293,26 @@ def inductor_lowers(op: Any) -> bool:
     return op in lowerings or op not in decompositions
 
 
+def mark_eager_rounding(graph: torch.fx.Graph) -> None:
+    """Under ``emulate_precision_casts`` Inductor rounds a float16/bfloat16 op's output as eager does
+    only where AOTAutograd's tracer marked the node as an eager op (``low_precision_pointwise_barrier``).
+    Nodes a post-grad pass made (no ``original_aten``) were never traced: they get the mark by the
+    tracer's rule (an Aten op with a low-precision output or input), so a value our pass computes anew
+    is rounded as the one it replaced (``fx_bridge/inductor_workarounds.py``)."""
+    import torch._inductor.config as inductor_config
+
+    if not getattr(inductor_config, "emulate_precision_casts", False):
+        return
+    low = (torch.float16, torch.bfloat16)
+    for n in graph.nodes:
+        if (n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload)
+                or "original_aten" in n.meta or "low_precision_pointwise_barrier" in n.meta):
+            continue
+        values = [n.meta.get("val"), *(a.meta.get("val") for a in n.all_input_nodes)]
+        if any(isinstance(v, torch.Tensor) and v.dtype in low for v in values):
+            n.meta["low_precision_pointwise_barrier"] = True
+
+
 def aten_is_random(target: Any) -> bool:
     tags = getattr(target, "tags", ())
     return torch.Tag.nondeterministic_seeded in tags

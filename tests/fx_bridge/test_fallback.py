@@ -67,3 +67,44 @@ def test_validation_mode_reports_ok():
     backend = eqsat_backend(inner="eager", validate=True, always_raise=True)
     torch.testing.assert_close(torch.compile(_f, backend=backend)(x), _f(x))
     assert backend.reports[0].validated == "ok"
+
+
+def _inner_failing(calls: list, failures: int):
+    """An inner compiler that raises on its first ``failures`` graphs (soak seeds 4001067 and 4001539
+    on the H200: torch 2.11's AOTAutograd rejects the optimized graph and the original alike)."""
+    def inner(self, opts, allowance, inductor, gm):
+        def compile_(gm, example_inputs):
+            calls.append(gm)
+            if len(calls) <= failures:
+                raise RuntimeError("element 1 of tensors does not require grad and does not have a grad_fn")
+            return gm.forward
+        return compile_
+    return inner
+
+
+def test_inductor_failing_on_the_optimized_graph_alone_is_ours(monkeypatch):
+    from fx_bridge.backend import EqsatBackend
+
+    calls: list = []
+    monkeypatch.setattr(EqsatBackend, "_inner", _inner_failing(calls, failures=1))
+    x = torch.randn(4, 8)
+    backend = eqsat_backend(inner="eager")
+    torch.testing.assert_close(torch.compile(_f, backend=backend)(x), _f(x))
+    assert len(calls) == 2 and calls[0] is not calls[1]  # the optimized graph, then the original
+    assert backend.reports[0].fallback == "internal error", backend.reports[0].skipped
+    assert not backend.reports[0].changed
+
+
+def test_inductor_failing_on_the_original_too_is_not_an_internal_error(monkeypatch):
+    """The user's graph fails the same compile: the error is the compiler's, raised as Inductor
+    alone would raise it, and the report does not charge it to eqsat."""
+    from fx_bridge.backend import EqsatBackend
+
+    calls: list = []
+    monkeypatch.setattr(EqsatBackend, "_inner", _inner_failing(calls, failures=2))
+    backend = eqsat_backend(inner="eager")
+    with pytest.raises(Exception, match="does not require grad"):
+        torch.compile(_f, backend=backend)(torch.randn(4, 8))
+    assert len(calls) == 2
+    report = backend.reports[0]
+    assert report.fallback == "skipped" and report.skipped.startswith("inductor fails on the original graph too")

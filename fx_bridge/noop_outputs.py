@@ -8,7 +8,11 @@ alone does it (torch 2.13: ``y = x * 2; return y.clone(), y.clone()`` returns on
 a rewrite can make the shape that triggers it (soak seed 3010674: ``stack(unbind(t))`` found equal to
 ``t``, kept apart by a clone, while ``t``'s full ``slice_scatter`` is dropped). The pass runs that
 removal on copies of the graph before and after it and refuses a program that comes out with output
-pairs merged which the input's does not merge.
+pairs merged which the input's does not merge. Two outputs that share a storage (two views of one
+value) are merged further when they become one node: the removal drops the ``alias`` a rewrite keeps
+them apart with (its guard against making a view "is" its source compares the node with the output
+node's args, a 1-tuple holding the list, so it never holds; soak seed 3001290: ``split(t, n)[0]`` and
+``chunk(t, 1, 1)[0]`` rewritten to ``t`` and ``alias(t)`` came back as one tensor).
 """
 from __future__ import annotations
 
@@ -23,14 +27,19 @@ from .lower import Unsupported
 def refuse_new_merges(before: torch.fx.Graph, after: torch.fx.Graph) -> None:
     """Raise :class:`Unsupported` where ``remove_noop_ops`` merges outputs of ``after`` it keeps
     apart in ``before``."""
-    new = _merged_after_removal(after) - _merged_after_removal(before)
+    was = _merged_after_removal(before)
+    new = sorted(pair for pair, level in _merged_after_removal(after).items() if level > was.get(pair, 0))
     if new:
-        i, j = min(new)
+        i, j = new[0]
         raise Unsupported(f"Inductor's remove_noop_ops would return outputs {i} and {j} as one tensor")
 
 
-def _merged_after_removal(graph: torch.fx.Graph) -> set[tuple[int, int]]:
-    """Output pairs that are one node, or one storage, once ``remove_noop_ops`` ran on a copy."""
+SAME_STORAGE, SAME_NODE = 1, 2  # how far two outputs are merged: one storage, or one tensor object
+
+
+def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
+    """Output pairs that are one node (``SAME_NODE``), or one storage (``SAME_STORAGE``), once
+    ``remove_noop_ops`` ran on a copy."""
     copy = torch.fx.Graph()
     copy.output(copy.graph_copy(graph, {}))
     owner = graph.owning_module if graph.owning_module is not None else torch.nn.Module()
@@ -40,6 +49,7 @@ def _merged_after_removal(graph: torch.fx.Graph) -> set[tuple[int, int]]:
     leaves = list(out) if isinstance(out, (tuple, list)) else [out]
     keys = [(n, torch_compat.storage_key(n.meta.get("val"))) if isinstance(n, torch.fx.Node) else None
             for n in leaves]
-    return {(i, j) for (i, a), (j, b) in itertools.combinations(enumerate(keys), 2)
+    return {(i, j): SAME_NODE if a[0] is b[0] else SAME_STORAGE
+            for (i, a), (j, b) in itertools.combinations(enumerate(keys), 2)
             if a is not None and b is not None and (a[0] is b[0] or a[1] is not None and a[1] == b[1])}
 

@@ -46,3 +46,21 @@ def test_soak_seed_3010674_keeps_its_outputs_apart():
     result = soak.run_case(3010674, train=False)
     assert result["problem"] is None, result
     assert any("remove_noop_ops" in f for f in result["fallbacks"])
+
+
+def _two_views(x):
+    y = x * 2
+    return torch.split(y, 4)[0], torch.chunk(y, 1)[0]
+
+
+def _value_and_its_alias(x):
+    y = x * 2
+    return y, torch.ops.aten.alias(y)
+
+
+def test_two_views_rewritten_to_a_value_and_its_alias_are_refused():
+    """Soak seed 3001290: two views of one value share a storage in the input program; rewritten to
+    ``y`` and ``alias(y)``, the removal drops the alias and returns one tensor twice."""
+    with pytest.raises(Unsupported, match="outputs 0 and 1"):
+        refuse_new_merges(_aten(_two_views), _aten(_value_and_its_alias))
+    refuse_new_merges(_aten(_two_views), _aten(_two_views))

@@ -44,12 +44,40 @@ def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
     copy.output(copy.graph_copy(graph, {}))
     owner = graph.owning_module if graph.owning_module is not None else torch.nn.Module()
     gm = torch.fx.GraphModule(owner, copy)
+    inputs_before = {n: _input_nodes(n) for n in gm.graph.nodes}
     torch_compat.inductor_remove_noop_ops(gm.graph)
+    storage = _storages_after_removal(gm.graph, inputs_before)
     out = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
     leaves = list(out) if isinstance(out, (tuple, list)) else [out]
-    keys = [(n, torch_compat.storage_key(n.meta.get("val"))) if isinstance(n, torch.fx.Node) else None
-            for n in leaves]
+    keys = [(n, storage(torch_compat.storage_key(n.meta.get("val")))) if isinstance(n, torch.fx.Node)
+            else None for n in leaves]
     return {(i, j): SAME_NODE if a[0] is b[0] else SAME_STORAGE
             for (i, a), (j, b) in itertools.combinations(enumerate(keys), 2)
             if a is not None and b is not None and (a[0] is b[0] or a[1] is not None and a[1] == b[1])}
 
+
+
+def _input_nodes(n: torch.fx.Node) -> list:
+    out: list = []
+    torch.fx.node.map_arg((n.args, n.kwargs), out.append)
+    return out
+
+
+def _storages_after_removal(graph: torch.fx.Graph, inputs_before: dict):
+    """Storage keys as they are once the removal ran: a dropped clone's storage is its source's. The
+    meta values are not updated (soak seed 3003918: ``clone(t)``, an output, and a view of another
+    clone of ``t`` both read ``t``'s storage once the clones are dropped), so every argument the
+    removal rewired joins the storage it held to the one it holds now."""
+    parent: dict = {}
+
+    def find(k):
+        while parent.get(k, k) != k:
+            k = parent[k]
+        return k
+
+    for n in graph.nodes:
+        for was, now in zip(inputs_before.get(n, ()), _input_nodes(n)):
+            a, b = (find(torch_compat.storage_key(x.meta.get("val"))) for x in (was, now))
+            if was is not now and a is not None and b is not None and a != b:
+                parent[a] = b
+    return lambda k: None if k is None else find(k)

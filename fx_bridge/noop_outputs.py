@@ -17,10 +17,12 @@ node's args, a 1-tuple holding the list, so it never holds; soak seed 3001290: `
 from __future__ import annotations
 
 import itertools
+import operator
 
 import torch
 
 from . import torch_compat
+from .aliasing import inductor_view
 from .lower import Unsupported
 
 
@@ -34,12 +36,16 @@ def refuse_new_merges(before: torch.fx.Graph, after: torch.fx.Graph) -> None:
         raise Unsupported(f"Inductor's remove_noop_ops would return outputs {i} and {j} as one tensor")
 
 
-SAME_STORAGE, SAME_NODE = 1, 2  # how far two outputs are merged: one storage, or one tensor object
+# How far two outputs are merged: one storage; one a view of the other itself (autograd reads a view's
+# requires_grad from its base: soak seed 3009133t, ``stack([x])`` rewritten to ``unsqueeze(x)``, the
+# no_grad clone eager's output 0 is dropped, and output 0 came back a view of output 2, which requires
+# grad, so it did too); one tensor object.
+SAME_STORAGE, VIEW_OF_OTHER, SAME_NODE = 1, 2, 3
 
 
 def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
-    """Output pairs that are one node (``SAME_NODE``), or one storage (``SAME_STORAGE``), once
-    ``remove_noop_ops`` ran on a copy."""
+    """Output pairs that are one node (``SAME_NODE``), one a view of the other (``VIEW_OF_OTHER``)
+    or one storage (``SAME_STORAGE``), once ``remove_noop_ops`` ran on a copy."""
     copy = torch.fx.Graph()
     copy.output(copy.graph_copy(graph, {}))
     owner = graph.owning_module if graph.owning_module is not None else torch.nn.Module()
@@ -51,10 +57,20 @@ def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
     leaves = list(out) if isinstance(out, (tuple, list)) else [out]
     keys = [(n, storage(torch_compat.storage_key(n.meta.get("val")))) if isinstance(n, torch.fx.Node)
             else None for n in leaves]
-    return {(i, j): SAME_NODE if a[0] is b[0] else SAME_STORAGE
+    return {(i, j): (SAME_NODE if a[0] is b[0] else VIEW_OF_OTHER if _base(b[0]) is a[0] or _base(a[0]) is b[0]
+                     else SAME_STORAGE)
             for (i, a), (j, b) in itertools.combinations(enumerate(keys), 2)
             if a is not None and b is not None and (a[0] is b[0] or a[1] is not None and a[1] == b[1])}
 
+
+def _base(n: torch.fx.Node) -> torch.fx.Node:
+    """The node ``n`` is a view of, through views (Inductor's reading of the schema)."""
+    while inductor_view(n):
+        src = n.args[0].args[0] if n.target is operator.getitem else n.args[0]
+        if not isinstance(src, torch.fx.Node):
+            break
+        n = src
+    return n
 
 
 def _input_nodes(n: torch.fx.Node) -> list:

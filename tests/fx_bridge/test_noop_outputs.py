@@ -83,3 +83,21 @@ def test_a_clone_and_a_view_of_one_dropped_clone_are_refused():
     with pytest.raises(Unsupported, match="outputs 0 and 1"):
         refuse_new_merges(_aten(_cat_of_split_and_a_view), _aten(_clone_and_a_view))
     refuse_new_merges(_aten(_cat_of_split_and_a_view), _aten(_cat_of_split_and_a_view))
+
+
+def _two_views_of_a_value(x):
+    y = x * 2
+    return y[0], torch.split(y, 4)[0]
+
+
+def _view_of_a_value_and_the_value(x):
+    y = x * 2
+    return y[0], y
+
+
+def test_an_output_that_becomes_a_view_of_another_output_is_refused():
+    """Soak seed 3009133t: output 0, a no_grad clone in eager, came back a view of output 2 itself,
+    and autograd reads a view's requires_grad from its base (True where eager's was False)."""
+    with pytest.raises(Unsupported, match="outputs 0 and 1"):
+        refuse_new_merges(_aten(_two_views_of_a_value), _aten(_view_of_a_value_and_the_value))
+    refuse_new_merges(_aten(_view_of_a_value_and_the_value), _aten(_view_of_a_value_and_the_value))

@@ -26,11 +26,13 @@ from .aliasing import inductor_view
 from .lower import Unsupported
 
 
-def refuse_new_merges(before: torch.fx.Graph, after: torch.fx.Graph) -> None:
+def refuse_new_merges(before: torch.fx.Graph, after: torch.fx.Graph, user: int | None = None) -> None:
     """Raise :class:`Unsupported` where ``remove_noop_ops`` merges outputs of ``after`` it keeps
-    apart in ``before``."""
+    apart in ``before``. ``user``: how many leading outputs of a forward graph the user sees (the
+    rest, activations saved for the backward, are only read, merged or not); 0 or None: all."""
     was = _merged_after_removal(before)
-    new = sorted(pair for pair, level in _merged_after_removal(after).items() if level > was.get(pair, 0))
+    new = sorted((i, j) for (i, j), level in _merged_after_removal(after).items()
+                 if level > was.get((i, j), 0) and (not user or j < user))
     if new:
         i, j = new[0]
         raise Unsupported(f"Inductor's remove_noop_ops would return outputs {i} and {j} as one tensor")

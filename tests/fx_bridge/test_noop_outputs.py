@@ -101,3 +101,11 @@ def test_an_output_that_becomes_a_view_of_another_output_is_refused():
     with pytest.raises(Unsupported, match="outputs 0 and 1"):
         refuse_new_merges(_aten(_two_views_of_a_value), _aten(_view_of_a_value_and_the_value))
     refuse_new_merges(_aten(_view_of_a_value_and_the_value), _aten(_view_of_a_value_and_the_value))
+
+
+def test_merges_among_saved_activations_are_no_reason_to_refuse():
+    """Outputs past the user's (a forward graph's activations saved for the backward) are only read:
+    BART's training forward graphs keep their rewrites."""
+    refuse_new_merges(_aten(_two_views), _aten(_value_and_its_alias), user=1)
+    with pytest.raises(Unsupported, match="outputs 0 and 1"):
+        refuse_new_merges(_aten(_two_views), _aten(_value_and_its_alias), user=2)

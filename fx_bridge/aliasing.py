@@ -6,7 +6,10 @@ output leaf we read, from the fake values the graph carries (Dynamo's ``example_
 ``val``), whether it shares storage with a graph input or with an earlier output, and whether it *is*
 that node. The optimized graph must agree: where it aliases and eager did not, the output gets a copy
 (``clone``; the caller prices the result as written); where eager returned a distinct view and ours is the very same
-node, a fresh view (``view_as`` / ``aten.alias``); anything else cannot be repaired and is refused.
+node, a fresh view (``view_as`` / ``aten.alias``) of an input's storage (AOT regenerates those from the
+input); a fresh view of a buffer the graph computes does not survive Inductor (its wrapper returns a
+view in the buffer's layout as the buffer, ``codegen_reinterpret_view``; Inductor alone returns
+``y = x * 2; return y, y.view_as(y)`` as one tensor), so that is refused, as is anything else.
 
 A layout is part of the value a user sees too: ``cat(x.split(1, 0))`` of a transposed ``x`` is
 contiguous in eager, and ``x`` is not, so ``.view(-1)`` works on one and raises on the other. Where the
@@ -185,6 +188,9 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
                 raise Unsupported(f"output {i} would alias {_describe(got)} where eager's aliases {_describe(want)}")
             elif relayout:
                 raise Unsupported(f"output {i} has strides {got.layout[1]} where eager's, a view, has {want.layout[1]}")
+            elif not got.inputs:
+                raise Unsupported(f"output {i} would be {_describe(got)} itself where eager's is a view of it; Inductor "
+                                  "returns a view of a buffer in the buffer's layout as the buffer")
             else:
                 replace[i] = _fresh_view(gm.graph, leaf, dialect)
                 repair.views += 1

@@ -96,7 +96,7 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
                                           {"user_outputs": user, "copied_back": len(epilogue)}, run)
                           if cached else run())
         if new_gm is not body:
-            refuse_new_merges(graph, _with_body(graph, new_gm.graph, epilogue))
+            refuse_new_merges(graph, _with_body(graph, new_gm.graph, epilogue), user)
             _replace_body(graph, new_gm.graph, epilogue)
             torch_compat.mark_eager_rounding(graph)
         artifacts.graph_after("post_grad", graph, report)

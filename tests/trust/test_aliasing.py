@@ -184,3 +184,20 @@ def test_through_inductor_the_output_is_not_the_input():
     assert out is not x and _storage(out) != _storage(x)
     torch.testing.assert_close(out, f(x))
     assert not any(r.fallback for r in backend.reports + backend.post_grad_reports)
+
+
+def _value_and_view(x):
+    y = x * 2
+    return y, y.split(4)[0]
+
+
+def test_a_fresh_view_of_a_computed_value_is_refused():
+    """Soak seed 3008956: a rewrite made ``y[:, 1:2]`` (a view, with a view of it among the outputs)
+    a value of its own; the fresh view the repair gave the second output came back as the first
+    (Inductor alone returns ``y = x * 2; return y, y.view_as(y)`` as one tensor, torch 2.13)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    original = alias_signature(make_fx(_value_and_view, tracing_mode="fake")(torch.randn(4)), "val")
+    optimized = make_fx(lambda x: ((y := x * 2), y), tracing_mode="fake")(torch.randn(4))
+    with pytest.raises(Unsupported, match="output 1 would be output 0 itself"):
+        match_aliasing(original, optimized, "aten")

@@ -28,11 +28,13 @@ from .lower import Unsupported
 
 def refuse_new_merges(before: torch.fx.Graph, after: torch.fx.Graph, user: int | None = None) -> None:
     """Raise :class:`Unsupported` where ``remove_noop_ops`` merges outputs of ``after`` it keeps
-    apart in ``before``. ``user``: how many leading outputs of a forward graph the user sees (the
-    rest, activations saved for the backward, are only read, merged or not); 0 or None: all."""
+    apart in ``before``. ``user``: how many leading outputs of an AOT graph the user sees (None: all).
+    The rest are only read: a forward graph's activations saved for the backward, and a backward
+    graph's gradients (``user`` 0), which autograd's accumulation copies where it cannot steal them
+    (Inductor alone returns one tangent as the gradient of both ``x`` and ``y`` in ``x + y``)."""
     was = _merged_after_removal(before)
     new = sorted((i, j) for (i, j), level in _merged_after_removal(after).items()
-                 if level > was.get((i, j), 0) and (not user or j < user))
+                 if level > was.get((i, j), 0) and (user is None or j < user))
     if new:
         i, j = new[0]
         raise Unsupported(f"Inductor's remove_noop_ops would return outputs {i} and {j} as one tensor")

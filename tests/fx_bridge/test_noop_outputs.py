@@ -109,3 +109,12 @@ def test_merges_among_saved_activations_are_no_reason_to_refuse():
     refuse_new_merges(_aten(_two_views), _aten(_value_and_its_alias), user=1)
     with pytest.raises(Unsupported, match="outputs 0 and 1"):
         refuse_new_merges(_aten(_two_views), _aten(_value_and_its_alias), user=2)
+
+
+def test_merged_gradients_of_a_backward_graph_are_no_reason_to_refuse():
+    """A backward graph's outputs are gradients (``user`` 0): autograd copies one it cannot steal, and
+    Inductor alone returns one tangent for both inputs of an add. BERT's and ViT's training steps keep
+    their backward rewrites (tests/aten/test_post_grad.py)."""
+    refuse_new_merges(_aten(_two_views), _aten(_value_and_its_alias), user=0)
+    with pytest.raises(Unsupported, match="outputs 0 and 1"):
+        refuse_new_merges(_aten(_two_views), _aten(_value_and_its_alias), user=None)

@@ -10,6 +10,8 @@ from typing import Callable
 
 import torch
 
+from . import torch_compat
+
 _JOINS = {torch.stack, torch.cat, torch.concat, torch.ops.aten.stack.default, torch.ops.aten.cat.default}
 
 
@@ -33,20 +35,6 @@ _EXACT_TIES = {"amax", "amin", "max", "min", "maximum", "minimum", "eq", "ne"}
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def _op_name(node: torch.fx.Node) -> str | None:
-    if node.op == "call_method":
-        return node.target
-    if node.op != "call_function":
-        return None
-    target = getattr(node.target, "overloadpacket", node.target)  # aten.amax.default -> aten.amax
-    return getattr(target, "__name__", None)
-
-
-def _value(node) -> object:
-    meta = node.meta if isinstance(node, torch.fx.Node) else {}
-    return meta.get("example_value", meta.get("val"))
-
-
 def _ties_low_precision_floats(gm: torch.fx.GraphModule) -> bool:
     """A max/min or an equality over float16/bfloat16 values (soak seeds 4000053 and 4001911, H200,
     torch 2.11). Inductor's Triton kernels compute a fused low-precision chain in float32 and round only
@@ -56,8 +44,8 @@ def _ties_low_precision_floats(gm: torch.fx.GraphModule) -> bool:
     of its splits, which eqsat removes) hid it. ``emulate_precision_casts`` rounds every eager op's
     output as eager does, so both sides of the comparison are the same float16 values."""
     for node in gm.graph.nodes:
-        if _op_name(node) in _EXACT_TIES:
-            values = [_value(a) for a in node.args if isinstance(a, torch.fx.Node)]
+        if node.op in ("call_function", "call_method") and torch_compat.op_basename(node.target) in _EXACT_TIES:
+            values = [torch_compat.node_value(a) for a in node.args if isinstance(a, torch.fx.Node)]
             if any(isinstance(v, torch.Tensor) and v.dtype in _LOW_PRECISION for v in values):
                 return True
     return False

@@ -216,8 +216,9 @@ def inductor_decompositions(ops: Sequence[Any]) -> dict:
 
 def inductor_remove_noop_ops(graph: torch.fx.Graph) -> None:
     """Inductor's post-grad ``remove_noop_ops``: a clone, slice, cat of one input, … whose fake value
-    is its input's (sizes, strides, dtype) becomes that input, unless that would make an output
-    alias an input or another output anew. It runs after the custom pre-pass (ours)."""
+    is its input's (sizes, strides, dtype) becomes that input. It means not to make an output alias an
+    input or another output anew, but reads the outputs' storages once, before it drops anything
+    (``fx_bridge/noop_outputs.py``). It runs after the custom pre-pass (ours)."""
     from torch._inductor.fx_passes.post_grad import remove_noop_ops
 
     remove_noop_ops(graph)

@@ -2,8 +2,10 @@
 
 The factory returns (model, inputs): inputs a tuple of args, a dict of kwargs, or (args, kwargs).
 Prints each break before and after with its category and GB code, what was rewritten or left
-alone and why, the output check, writes the unified diff, and ends with `breaks: B -> A`.
-An existing diff file is refused (before any mending) unless --force is given.
+alone and why, the output check, writes the unified diff (paths relative to --root, so `patch -p1`
+applies it from there), and ends with `breaks: B -> A`. Every refusal (bad arguments, a factory that
+does not load, a diff file already there unless --force, a diff path that cannot be written) happens
+before any mending, with exit status 2.
 """
 
 from __future__ import annotations
@@ -13,20 +15,31 @@ import contextlib
 import importlib
 import os
 import sys
+import tempfile
 
 import torch
 
 from fx_bridge.mend.detect import Detection
-from fx_bridge.mend.diff import unified_diff
+from fx_bridge.mend.diff import RUNTIME_MODULE, unified_diff
 from fx_bridge.mend.mender import mend
 
 
-def load_factory(spec: str):
+def load_factory(parser: argparse.ArgumentParser, spec: str):
+    """The factory named `module:function`; a name that does not resolve is a usage error (exit 2)."""
     module_name, _, func_name = spec.partition(":")
-    if not func_name:
-        raise SystemExit(f"expected module:function, got {spec!r}")
+    if not module_name or not func_name:
+        parser.error(f"expected module:function, got {spec!r}")
     sys.path.insert(0, "")
-    return getattr(importlib.import_module(module_name), func_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name is None or not (module_name + ".").startswith(err.name + "."):
+            raise  # the user's module exists and imports something missing: their traceback
+        parser.error(f"cannot import {module_name!r}: no module named {err.name!r}")
+    factory = getattr(module, func_name, None)
+    if not callable(factory):
+        parser.error(f"{module_name} has no function {func_name!r}")
+    return factory
 
 
 def split_inputs(inputs) -> tuple[tuple, dict]:
@@ -47,23 +60,92 @@ def _print_detection(label: str, det: Detection) -> None:
         print(f"  {site.where}  [{site.category}] {site.gb_code or ''} {site.gb_type} (x{site.hits})")
 
 
+
+class DiffOutput:
+    """The --diff file, checked before mending: a temporary file is made next to it at once (so an
+    unwritable or missing folder refuses now, not after minutes of mending) and moved into place at
+    the end; without --force it never replaces what is there, even if that appeared meanwhile."""
+
+    def __init__(self, parser: argparse.ArgumentParser, path: str, force: bool):
+        self.path, self.force = path, force
+        if os.path.isdir(path):
+            parser.error(f"--diff {path} is a directory")
+        if os.path.lexists(path) and not force:
+            dangling = " (a symlink to a missing file)" if not os.path.exists(path) else ""
+            parser.error(f"{path} exists{dangling}; pass --force to overwrite it")
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            fd, self.temporary = tempfile.mkstemp(prefix=".mend-", suffix=".patch", dir=folder)
+        except OSError as err:
+            parser.error(f"cannot write --diff {path}: {err.strerror} ({folder})")
+        os.close(fd)
+
+    def write(self, data: bytes) -> bool:
+        """Move the diff into place; False (the diff kept in the temporary file) when, without
+        --force, a file appeared at the path while mending."""
+        with open(self.temporary, "wb") as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(self.temporary, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
+        if self.force:
+            os.replace(self.temporary, self.path)  # a symlink is replaced, not followed
+            return True
+        try:
+            os.link(self.temporary, self.path)  # unlike a rename, never replaces what is there
+        except FileExistsError:
+            return False
+        os.unlink(self.temporary)
+        return True
+
+    def discard(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.temporary)
+
+
+def _rounds(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fx_bridge.mend", description=__doc__.splitlines()[0])
     parser.add_argument("factory", help="module:function returning (model, example inputs)")
     parser.add_argument("--diff", default="mend.patch", help="where to write the unified diff (default: mend.patch)")
     parser.add_argument("--force", action="store_true", help="overwrite the --diff file if it exists")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--root", default=".", help="project root the diff's paths are relative to (default: .)")
+    parser.add_argument("--rounds", type=_rounds, default=3)
     parser.add_argument("--grad", action="store_true", help="run with autograd enabled (default: no_grad)")
     parser.add_argument("--no-explain", action="store_true", help="skip torch._dynamo.explain's own count")
     args = parser.parse_args(argv)
-    if os.path.exists(args.diff) and not args.force:
-        parser.error(f"{args.diff} exists; pass --force to overwrite it")
+    if not os.path.isdir(args.root):
+        parser.error(f"--root {args.root} is not a directory")
+    output = DiffOutput(parser, args.diff, args.force)
+    try:
+        factory = load_factory(parser, args.factory)
+        report = _mend(factory, args)
+        diff, outside = unified_diff(report.decisions, args.root)
+    except BaseException:
+        output.discard()
+        raise
+    if not output.write(diff):
+        print(f"{args.diff} appeared while mending; the diff is in {output.temporary}", file=sys.stderr)
+        return 2
+    for filename in outside:
+        print(f"not in the diff (outside --root {args.root}): {filename}")
+    print(f"diff: {args.diff} ({len(report.applied)} rewrites; the mended code imports {RUNTIME_MODULE})")
+    print(f"breaks: {report.before.breaks} -> {report.after.breaks}")
+    return 0
 
-    model, inputs = load_factory(args.factory)()
+
+def _mend(factory, args):
+    """Mend what the factory returns, printing breaks before and after and each decision."""
+    model, inputs = factory()
     call_args, call_kwargs = split_inputs(inputs)
     with contextlib.nullcontext() if args.grad else torch.no_grad():
         report = mend(model, call_args, call_kwargs, rounds=args.rounds, explain=not args.no_explain)
-
     _print_detection("before", report.before)
     print("rewrites:")
     for decision in report.decisions:
@@ -72,12 +154,7 @@ def main(argv=None) -> int:
     print(f"outputs vs original: {'equal' if report.outputs_equal else 'DIFFERENT'} ({report.detail})")
     if report.suggestion:
         print(f"suggested config: {report.suggestion}")
-    diff = unified_diff(report.decisions)
-    with open(args.diff, "wb" if args.force else "xb") as f:  # "xb": still refuse if it appeared meanwhile
-        f.write(diff)
-    print(f"diff: {args.diff} ({len(report.applied)} rewrites)")
-    print(f"breaks: {report.before.breaks} -> {report.after.breaks}")
-    return 0
+    return report
 
 
 if __name__ == "__main__":

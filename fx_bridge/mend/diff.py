@@ -7,6 +7,7 @@ import ast
 import difflib
 import io
 import os
+import re
 from collections import defaultdict
 
 import libcst as cst
@@ -16,7 +17,9 @@ from fx_bridge.mend.plan import Decision
 from fx_bridge.mend.predicate import RT
 from fx_bridge.mend.source import read_source
 
-IMPORT = f"import fx_bridge.mend.runtime as {RT}"
+RUNTIME_MODULE = "fx_bridge.mend.runtime"
+IMPORT = f"import {RUNTIME_MODULE} as {RT}"
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")  # PEP 263's regex, as tokenize reads it
 
 
 class _Splice(cst.CSTTransformer):
@@ -88,8 +91,19 @@ def rewrite_file(text: str, decisions: list[Decision]) -> str:
     return new
 
 
+def _leading_lines(lines: list[str]) -> int:
+    """How many of the first lines must stay first: a shebang (line 1) and a PEP 263 coding line,
+    which Python reads only on line 1 or 2 (moved below an import, the file is read as UTF-8)."""
+    keep = 0
+    for i, line in enumerate(lines[:2]):
+        if _CODING.match(line) or (i == 0 and line.startswith("#!")):
+            keep = i + 1
+    return keep
+
+
 def _add_import(text: str, newline: str) -> str:
-    """Insert the runtime import after the module docstring and `from __future__` imports."""
+    """Insert the runtime import after the shebang/coding lines, the module docstring and
+    `from __future__` imports."""
     tree = ast.parse(text)
     after = 0
     for i, node in enumerate(tree.body):
@@ -97,6 +111,7 @@ def _add_import(text: str, newline: str) -> str:
         if is_doc or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
             after = node.end_lineno
     lines = io.StringIO(text, newline="").readlines()  # str.splitlines also splits at \f, \x85, \u2028, ...
+    after = max(after, _leading_lines(lines))
     return "".join(lines[:after] + [IMPORT + newline] + lines[after:])
 
 
@@ -114,17 +129,40 @@ def _marked(lines):
         yield line if line.endswith((b"\n", b"\r")) else line + b"\n\\ No newline at end of file\n"
 
 
-def unified_diff(decisions: list[Decision]) -> bytes:
-    """One unified diff over all files, made on bytes, so that each file's part is in its own
-    encoding and line endings and applying it gives exactly the mended file."""
+def header(root: str) -> bytes:
+    """Text before the first file (`patch` and `git apply` skip it): how to apply the diff, and
+    that the mended code needs eqsat wherever it runs."""
+    return (f"Graph-break rewrites by eqsat's mender (python -m fx_bridge.mend).\n"
+            f"Apply from the project root ({os.path.abspath(root)}) with: patch -p1 < this file\n"
+            f"The mended code imports eqsat's runtime helper module {RUNTIME_MODULE} (as {RT}),\n"
+            f"so eqsat must be installed wherever the mended code runs.\n\n").encode()
+
+
+def project_path(filename: str, root: str) -> str | None:
+    """`filename` relative to `root`, with `/` separators, or None when it lies outside `root`."""
+    relative = os.path.relpath(os.path.realpath(filename), os.path.realpath(root))
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
+        return None
+    return relative.replace(os.sep, "/")
+
+
+def unified_diff(decisions: list[Decision], root: str) -> tuple[bytes, list[str]]:
+    """One unified diff over the files under `root`, named `a/<path>` and `b/<path>` relative to it
+    (`patch -p1` from `root` applies it), after `header(root)`; and the mended files outside `root`,
+    which it leaves out. Made on bytes, so that each file's part is in its own encoding and line
+    endings and applying it gives exactly the mended file."""
     by_file: dict[str, list[Decision]] = defaultdict(list)
     for d in decisions:
         if d.rule:
             by_file[d.filename].append(d)
-    chunks = []
+    chunks, outside = [header(root)], []
     for filename, group in sorted(by_file.items()):
+        path = project_path(filename, root)
+        if path is None:
+            outside.append(filename)
+            continue
         old, new = mended_source(filename, group)
         lines = old.splitlines(keepends=True), new.splitlines(keepends=True)  # bytes split at \r and \n only
         chunks += _marked(difflib.diff_bytes(difflib.unified_diff, *lines,
-                                             os.fsencode(f"a{filename}"), os.fsencode(f"b{filename}")))
-    return b"".join(chunks)
+                                             os.fsencode(f"a/{path}"), os.fsencode(f"b/{path}")))
+    return b"".join(chunks), outside

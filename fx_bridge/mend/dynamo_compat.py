@@ -84,21 +84,26 @@ class _Collect(logging.Handler):
 
 @contextlib.contextmanager
 def _graph_break_log():
-    """Collect `TORCH_LOGS=graph_breaks` records without printing them."""
-    torch._logging.set_logs(graph_breaks=True)
+    """Collect Dynamo's graph-break records without printing them, whatever `TORCH_LOGS` says.
+
+    The artifact loggers are set to DEBUG directly: `torch._logging.set_logs` is ignored when
+    `TORCH_LOGS` is set (with any value), which left the mender blind, and resetting it afterwards
+    would drop the user's own `set_logs` settings. Each logger's level, propagation and handlers
+    are restored on exit."""
     handler = _Collect()
     loggers = _graph_break_loggers()
-    saved = [(lg, lg.propagate) for lg in loggers]
+    saved = [(lg, lg.level, lg.propagate, lg.disabled) for lg in loggers]
     for lg in loggers:
         lg.addHandler(handler)
-        lg.propagate = False
+        lg.setLevel(logging.DEBUG)
+        lg.propagate, lg.disabled = False, False
     try:
         yield handler
     finally:
-        for lg, propagate in saved:
+        for lg, level, propagate, disabled in saved:
             lg.removeHandler(handler)
-            lg.propagate = propagate
-        torch._logging.set_logs()
+            lg.setLevel(level)
+            lg.propagate, lg.disabled = propagate, disabled
 
 
 def capture(fn, args=(), kwargs=None) -> tuple[Capture, object]:

@@ -1,16 +1,19 @@
 """The reviewable diff keeps comments and formatting, the patched file really runs break-free,
-and the CLI ends with `breaks: B -> A`."""
+the CLI ends with `breaks: B -> A` (whatever TORCH_LOGS says) and refuses bad arguments before mending."""
 
 import importlib.util
+import logging
 import os
 import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
+import mend_samples
 from fx_bridge.mend import detect, mend
-from fx_bridge.mend.diff import rewrite_file, unified_diff
+from fx_bridge.mend.diff import project_path, rewrite_file, unified_diff
 
 SOURCE = textwrap.dedent('''\
     """A user's module."""
@@ -46,12 +49,13 @@ def test_diff_keeps_comments_and_patched_file_is_break_free(tmp_path):
         assert (report.before.breaks, report.after.breaks) == (2, 0)
         applied = report.applied
         new_text = rewrite_file(SOURCE, applied)
-        diff = unified_diff(applied).decode()  # bytes: each file in its own encoding (UTF-8 here)
+        diff, outside = unified_diff(applied, str(tmp_path))  # bytes: each file in its own encoding (UTF-8 here)
+        diff = diff.decode()
     finally:
         report.patch.undo()
     for kept in ('"""A user\'s module."""', "# scale first", "# keep this comment", "return y * 3   # odd spacing kept"):
         assert kept in new_text
-    assert diff.startswith(f"--- a{original}") and "-    print(\"y\", y)" in diff
+    assert outside == [] and "\n--- a/user_model.py\n+++ b/user_model.py\n" in diff and "-    print(\"y\", y)" in diff
     patched = tmp_path / "user_model_patched.py"
     patched.write_text(new_text)
     fixed = _load(patched, "user_model_patched")
@@ -59,20 +63,66 @@ def test_diff_keeps_comments_and_patched_file_is_break_free(tmp_path):
     assert detect(fixed.forward, (x,), explain=False).breaks == 0
 
 
-def test_cli_reports_breaks_and_writes_diff(tmp_path):
+def _cli(*args, **env):
     here = os.path.dirname(__file__)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.getcwd(), os.environ.get("PYTHONPATH", "")]), **env)
+    return subprocess.run([sys.executable, "-m", "fx_bridge.mend", *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_cli_reports_breaks_and_writes_diff_whatever_torch_logs_says(tmp_path):
+    """TORCH_LOGS (any value) made Dynamo ignore the mender's `set_logs(graph_breaks=True)`: it saw
+    no break sites and printed `breaks: 2 -> 2`, 0 rewrites."""
     out = tmp_path / "mend.patch"
-    result = subprocess.run(
-        [sys.executable, "-m", "fx_bridge.mend", "mend_samples:mixed_factory", "--diff", str(out)],
-        capture_output=True, text=True, env=env, timeout=300,
-    )
+    result = _cli("mend_samples:mixed_factory", "--diff", str(out), TORCH_LOGS="eqsat")
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.strip().splitlines()
     assert lines[-1] == "breaks: 2 -> 0"
     assert "outputs vs original: equal" in result.stdout
     assert "[print/logging/warnings] GB0059" in result.stdout and "[data-dependent control flow] GB0170" in result.stdout
-    assert "__mend_rt__.select(" in out.read_text()
+    diff = out.read_text()
+    assert "__mend_rt__.select(" in diff and "\n--- a/tests/mend/mend_samples.py\n" in diff  # run from the repo root
+
+
+def test_detect_keeps_the_users_log_settings(monkeypatch):
+    """Capturing graph breaks must not reset what the user set with `set_logs` (it used to call
+    `set_logs()` afterwards, putting every torch logger back to its default)."""
+    monkeypatch.delenv("TORCH_LOGS", raising=False)  # set_logs is ignored while it is set
+    dynamo = logging.getLogger("torch._dynamo")
+    torch._logging.set_logs(dynamo=logging.INFO)
+    try:
+        assert detect(mend_samples.mixed, (torch.arange(4.0),), explain=False).breaks == 2
+        assert dynamo.level == logging.INFO
+    finally:
+        torch._logging.set_logs()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["mend_samples", "--diff", "{tmp}/out.patch"], "expected module:function"),
+    (["no_such_module_xyz:factory", "--diff", "{tmp}/out.patch"], "cannot import 'no_such_module_xyz'"),
+    (["mend_samples:no_such_factory", "--diff", "{tmp}/out.patch"], "has no function 'no_such_factory'"),
+    (["mend_samples:mixed_factory", "--diff", "{tmp}/out.patch", "--rounds", "0"], "must be at least 1"),
+    (["mend_samples:mixed_factory", "--diff", "{tmp}/missing/out.patch"], "cannot write --diff"),
+    (["mend_samples:mixed_factory", "--diff", "{tmp}/dangling.patch"], "exists (a symlink to a missing file)"),
+    (["mend_samples:mixed_factory", "--diff", "{tmp}"], "is a directory"),
+    (["mend_samples:mixed_factory", "--diff", "{tmp}/out.patch", "--root", "{tmp}/missing"], "is not a directory"),
+])
+def test_cli_refuses_before_mending_with_status_2(tmp_path, args, message):
+    """A dangling symlink as --diff used to be found only when writing: after all the mending, with
+    a traceback, the diff lost. Every refusal now comes first, with exit status 2 and nothing mended."""
+    (tmp_path / "dangling.patch").symlink_to(tmp_path / "gone")
+    result = _cli(*[a.format(tmp=tmp_path) for a in args])
+    assert result.returncode == 2, (result.stdout[-1000:], result.stderr[-2000:])
+    assert message in result.stderr and result.stdout == ""  # the sample prints when it runs: it did not
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.patch"]  # no diff, no temporary left
+
+
+def test_project_path_is_relative_to_the_root_or_none_outside_it(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    assert project_path(str(tmp_path / "pkg" / "model.py"), str(tmp_path)) == "pkg/model.py"
+    assert project_path(str(tmp_path / "pkg" / "model.py"), str(tmp_path / "pkg" / "..")) == "pkg/model.py"
+    assert project_path(str(tmp_path / "model.py"), str(tmp_path / "pkg")) is None
+    assert project_path(str(tmp_path.parent / f"{tmp_path.name}x" / "model.py"), str(tmp_path)) is None
 
 
 ROWS_SOURCE = textwrap.dedent('''\

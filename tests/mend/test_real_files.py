@@ -1,5 +1,6 @@
-"""The CLI on real files: a PEP 263 coding line, CRLF line endings, no final newline, and a diff
-file that is already there. The diff is applied with GNU `patch`, as a reviewer would.
+"""The CLI on real files: a PEP 263 coding line (with and without a docstring or shebang above the
+code), CRLF line endings, no final newline, and a diff file that is already there. The CLI runs from
+the project root and the diff is applied there with GNU `patch -p1`, as a reviewer would.
 
 One project holds every case and the CLI mends it in one run (each run is a Python process that
 imports torch and traces the model: most of these tests' time), refused first over a diff file
@@ -44,16 +45,17 @@ def _user_files(tmp_path, files: dict[str, bytes]) -> None:
 
 
 def _mend_cli(tmp_path, *args):
+    """The CLI run from the project root `tmp_path`, as a user would."""
     path = [str(tmp_path), os.getcwd(), os.environ.get("PYTHONPATH", "")]
     return subprocess.run(
-        [sys.executable, "-m", "fx_bridge.mend", "factory:factory", "--no-explain", *args],
+        [sys.executable, "-m", "fx_bridge.mend", "factory:factory", "--no-explain", *args], cwd=tmp_path,
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(path)), timeout=300,
     )
 
 
-def _apply(diff) -> subprocess.CompletedProcess:
-    """`patch -p1` from / (the diff names files a/<absolute path>), with no fuzz: all context must match."""
-    command = ["patch", "-p1", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "-d", "/", "-i", str(diff)]
+def _apply(root, diff) -> subprocess.CompletedProcess:
+    """`patch -p1` from the project root, with no fuzz: all context must match."""
+    command = ["patch", "-p1", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "-d", str(root), "-i", str(diff)]
     return subprocess.run(command, capture_output=True, text=True)
 
 
@@ -66,9 +68,13 @@ def _load(path, name):
 
 
 LATIN1 = "# -*- coding: latin-1 -*-\n" + SOURCE.replace("A user's", "Caf\xe9 \x85 cr\xe8me,").replace('"y"', '"y\xe9"')
+# coding lines as the first lines of files without a docstring: the runtime import must go below them
+CODING_FIRST = "# -*- coding: latin-1 -*-\n" + LATIN1.split("\n", 2)[2]
+SHEBANG_CODING = "#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n" + LATIN1.split("\n", 2)[2]
 # bare: no final newline, first in the diff, so its last line must not run into the next file's header
 FILES = {"bare": SOURCE.rstrip("\n").encode(), "crlf": SOURCE.replace("\n", "\r\n").encode(), "lf": SOURCE.encode(),
-         "latin": LATIN1.encode("latin-1")}
+         "latin": LATIN1.encode("latin-1"), "latin_coding_first": CODING_FIRST.encode("latin-1"),
+         "latin_shebang": SHEBANG_CODING.encode("latin-1")}
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +91,7 @@ def project(tmp_path_factory):
     kept = diff.read_text()
     forced = _mend_cli(root, "--diff", str(diff), "--force")
     assert forced.returncode == 0, forced.stderr[-2000:]
-    applied = _apply(diff)
+    applied = _apply(root, diff)
     assert applied.returncode == 0, applied.stdout
     return SimpleNamespace(root=root, diff=diff, refused=refused, kept=kept, forced=forced, x=x, expected=expected)
 
@@ -105,6 +111,19 @@ def test_latin1_file_with_coding_line_mends_and_stays_latin1(project):
     assert torch.equal(_load(user, "latin_mended").forward(project.x), project.expected)
 
 
+@pytest.mark.parametrize("name, first_lines", [
+    ("latin_coding_first", b"# -*- coding: latin-1 -*-\n"),
+    ("latin_shebang", b"#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n")])
+def test_coding_line_stays_first_without_a_docstring(project, name, first_lines):
+    """The runtime import goes below a shebang and a PEP 263 coding line: above them, Python reads
+    the latin-1 file as UTF-8 (`SyntaxError ... 'utf-8' codec`)."""
+    user = project.root / f"{name}.py"
+    mended = user.read_bytes()
+    assert mended.startswith(first_lines + b"import fx_bridge.mend.runtime as __mend_rt__\nimport torch\n")
+    assert b"__mend_rt__.defer(" in mended and b"y\xe9" in mended
+    assert torch.equal(_load(user, f"{name}_mended").forward(project.x), project.expected)
+
+
 def test_diff_keeps_each_files_line_endings_and_applies_byte_for_byte(project):
     """A CRLF file and one without a final newline, mended with an LF twin in one run: after `patch`,
     each equals the mended twin in its own line endings."""
@@ -120,4 +139,16 @@ def test_existing_diff_file_is_kept_unless_force(project):
     assert f"{diff} exists; pass --force to overwrite it" in project.refused.stderr
     assert project.refused.stdout == ""  # refused before mending, not after minutes of it
     assert project.kept == "a review in progress\n"
-    assert diff.read_bytes().startswith(f"--- a{project.root / 'bare.py'}\n".encode())  # --force wrote it
+    assert b"\n--- a/bare.py\n+++ b/bare.py\n" in diff.read_bytes()  # --force wrote it
+
+
+def test_diff_names_paths_from_the_project_root_and_says_it_needs_eqsat(project):
+    """`patch -p1` from the root applied it (the fixture); its header says how, and that the mended
+    code imports eqsat's runtime helper, which must be installed where it runs."""
+    text = project.diff.read_bytes().decode("latin-1")
+    head = text.split("\n--- ", 1)[0]
+    assert "imports eqsat's runtime helper module fx_bridge.mend.runtime" in head
+    assert "eqsat must be installed wherever the mended code runs" in head and "patch -p1" in head
+    names = re.findall(r"^(?:---|\+\+\+) (\S+)", text, flags=re.M)
+    assert sorted(set(names)) == sorted({f"{ab}/{name}.py" for name in FILES for ab in "ab"})
+    assert "fx_bridge.mend.runtime" in project.forced.stdout.splitlines()[-2]

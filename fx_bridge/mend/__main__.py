@@ -134,7 +134,7 @@ def main(argv=None) -> int:
         print(f"{args.diff} appeared while mending; the diff is in {output.temporary}", file=sys.stderr)
         return 2
     for filename in outside:
-        print(f"not in the diff (outside --root {args.root}): {filename}")
+        print(f"not in the diff (outside --root {args.root}; --root / includes it): {filename}")
     print(f"diff: {args.diff} ({len(report.applied)} rewrites; the mended code imports {RUNTIME_MODULE})")
     print(f"breaks: {report.before.breaks} -> {report.after.breaks}")
     return 0

@@ -123,6 +123,7 @@ def test_project_path_is_relative_to_the_root_or_none_outside_it(tmp_path):
     assert project_path(str(tmp_path / "pkg" / "model.py"), str(tmp_path / "pkg" / "..")) == "pkg/model.py"
     assert project_path(str(tmp_path / "model.py"), str(tmp_path / "pkg")) is None
     assert project_path(str(tmp_path.parent / f"{tmp_path.name}x" / "model.py"), str(tmp_path)) is None
+    assert project_path(str(tmp_path / "model.py"), "/") == os.path.realpath(tmp_path / "model.py").lstrip("/")  # --root /
 
 
 ROWS_SOURCE = textwrap.dedent('''\

@@ -12,8 +12,8 @@ fingerprint). The trust model, location, size limit and eviction: ``docs/cache.m
 from __future__ import annotations
 
 import dataclasses
-import logging
 import json
+import logging
 import os
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -28,6 +28,7 @@ from .key import Uncacheable, graph_key
 from .serialize import FORMAT, Untrusted, Vocabulary, dump_graph, load_graph
 from .store import clear
 
+__all__ = ["clear", "enabled", "optimized"]
 log = logging.getLogger("eqsat")
 
 Result = tuple[torch.fx.GraphModule, Report]

@@ -4,15 +4,17 @@ saturation and extraction (Inductor's own caches then find the graph they compil
 ``optimized(stage, gm, inputs, options, facts, run)`` returns what ``run()`` would: from the cache
 when an entry for this key (``key.graph_key``) exists and rebuilds, else by running it and storing
 the result. Only completed optimizations are stored (a changed graph, or "nothing cheaper"), never a
-fallback. The report's ``cache`` says ``hit``, ``miss`` or ``off`` (``Options.cache=False``,
-``EQSAT_CACHE=0``, Inductor's ``force_disable_caches``, or a graph without a fingerprint).
+fallback. An entry is JSON data (``serialize``): reading one runs nothing it names. The report's
+``cache`` says ``hit``, ``miss`` or ``off`` (``Options.cache=False``, ``EQSAT_CACHE=0``, Inductor's
+``force_disable_caches``, a cache folder refused by ``store.usable``, or a graph without a
+fingerprint). The trust model, location, size limit and eviction: ``docs/cache.md``.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
-import pickle
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -23,8 +25,10 @@ from ..options import Options
 from ..report import Report
 from . import store
 from .key import Uncacheable, graph_key
-from .serialize import dump_graph, load_graph
+from .serialize import FORMAT, Untrusted, Vocabulary, dump_graph, load_graph
+from .store import clear
 
+__all__ = ["clear", "enabled", "optimized"]
 log = logging.getLogger("eqsat")
 
 Result = tuple[torch.fx.GraphModule, Report]
@@ -40,9 +44,14 @@ def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     ``post_grad``: an Aten graph), through the cache."""
     if not enabled(opts):
         return _with(run(), "off")
+    if not store.usable():
+        result = _with(run(), "off")
+        result[1].notes.append(f"not cached: the cache folder {store.folder()} is refused (see the log)")
+        return result
     t0 = time.perf_counter()
     try:
         key = graph_key(stage, gm, example_inputs, opts, device, facts)
+        vocabulary = Vocabulary(gm)  # before run() may rewrite gm
         payload = store.load(key)
     except Exception as e:  # no fingerprint, or a bug of ours: optimize without the cache, never fail
         if not isinstance(e, Uncacheable):
@@ -52,25 +61,33 @@ def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any
         return result
     if payload is not None:
         try:
-            return _hit(payload, gm, example_inputs, "aten" if stage == "post_grad" else "torch", t0)
+            return _hit(payload, gm, vocabulary, example_inputs, "aten" if stage == "post_grad" else "torch", t0)
+        except Untrusted as e:  # not data we write, or a name outside the vocabulary: planted or stale
+            log.debug("eqsat cache: entry %s is not used (%s); recomputing", store.path_of(key), e)
         except Exception as e:  # an entry we cannot rebuild is never trusted
             log.warning("eqsat cache: entry %s does not rebuild (%s: %s); recomputing",
                         store.path_of(key), type(e).__name__, e)
     new_gm, report = _with(run(), "miss")
     if not report.fallback and not report.skipped:
         try:
-            graph = dump_graph(new_gm) if new_gm is not gm else None
-            store.save(key, pickle.dumps({"graph": graph, "report": dataclasses.asdict(report)}))
-        except Exception as e:  # Uncacheable, or a report field that does not pickle: not stored
+            graph = dump_graph(new_gm, vocabulary) if new_gm is not gm else None
+            entry = {"format": FORMAT, "graph": graph, "report": dataclasses.asdict(report)}
+            store.save(key, json.dumps(entry, separators=(",", ":")).encode())
+        except Exception as e:  # Uncacheable, or a report field that is not JSON data: not stored
             report.notes.append(f"not cached: {type(e).__name__}: {e}")
     return new_gm, report
 
 
-def _hit(payload: bytes, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str,
-         t0: float) -> Result:
-    entry = pickle.loads(payload)
+def _hit(payload: bytes, gm: torch.fx.GraphModule, vocabulary: Vocabulary, example_inputs: Sequence[Any],
+         dialect: str, t0: float) -> Result:
+    try:
+        entry = json.loads(payload)
+    except (ValueError, RecursionError) as e:
+        raise Untrusted(f"not JSON: {e}") from e
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT or not isinstance(entry.get("report"), dict):
+        raise Untrusted("not an entry of this format")
     report = Report(**entry["report"])
-    new_gm = gm if entry["graph"] is None else load_graph(entry["graph"], gm, example_inputs, dialect)
+    new_gm = gm if entry.get("graph") is None else load_graph(entry["graph"], gm, vocabulary, example_inputs, dialect)
     if new_gm is not gm:
         torch_compat.keep_dynamo_identity(gm, new_gm)
     cold = report.optimizer_seconds

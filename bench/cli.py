@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.metadata
 import json
 import sys
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from bench import plots, report, zoo_report
 from bench.report import LATENCY_KEYS
@@ -25,14 +27,13 @@ DEMO_MODELS = ("split_cat_64", "recsys_tower", "split_stack_unbind")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def _csv(choices):
-    def parse(text: str) -> list[str]:
-        names = [n.strip() for n in text.split(",") if n.strip()]
-        unknown = [n for n in names if n not in choices]
-        if unknown:
-            raise argparse.ArgumentTypeError(f"unknown {unknown}; choose from {', '.join(choices)}")
-        return names
-    return parse
+def _names(p: argparse.ArgumentParser, flag: str, choices, default, what: str, help: str = "") -> None:
+    """``flag`` takes one or more of `choices` (space-separated); --help lists them all, and an unknown
+    name is argparse's "invalid choice" error, which lists them too."""
+    default = list(default)
+    shown = "all" if default == list(choices) else " ".join(default)
+    p.add_argument(flag, nargs="+", choices=list(choices), default=default, metavar=what.upper(),
+                   help=f"{help + '; ' if help else ''}one or more of: %(choices)s (default: {shown})")
 
 
 def _size(text: str) -> str | int:
@@ -58,12 +59,14 @@ def _measurement_args(p: argparse.ArgumentParser, out: str, size: str, rounds: i
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__, epilog=(
+        f"Models of run: {', '.join(REGISTRY)}. Models of zoo: {', '.join(ZOO)}. "
+        f"Modes: {', '.join(MODES + CG_MODES)}. Settings of zoo: {', '.join(zoo_report.SETTINGS)}. "
+        "`python -m bench run --help` tells more."))
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="benchmark models × modes × phases")
-    run.add_argument("--models", type=_csv(list(REGISTRY)), default=list(REGISTRY))
-    run.add_argument("--modes", type=_csv(MODES + CG_MODES), default=list(MODES),
-                     help="MODE_cg: MODE with CUDA graphs (--device cuda)")
+    _names(run, "--models", REGISTRY, REGISTRY, "model")
+    _names(run, "--modes", MODES + CG_MODES, MODES, "mode", help="MODE_cg: MODE with CUDA graphs (--device cuda)")
     _measurement_args(run, "bench/out/{tag}", "small", 1)
     run.add_argument("--dynamic", action="store_true",
                      help="also run every compiled mode with the batch dim marked dynamic (rows 'MODE+dyn')")
@@ -78,44 +81,18 @@ def parser() -> argparse.ArgumentParser:
                      help="also save every mode's outputs and gradients under OUT/outputs/")
     zoo = sub.add_parser("zoo", help="full library models and ours under every setting: inference, training "
                                      "step, freezing, CUDA graphs")
-    zoo.add_argument("--models", type=_csv(list(ZOO)), default=list(ZOO))
-    zoo.add_argument("--modes", type=_csv([m for m in MODES if m != "eager"]), default=["inductor", "eqsat"],
-                     help="compiled modes, inductor among them (the baseline); the cudagraphs setting "
-                          "runs each as MODE_cg")
-    zoo.add_argument("--settings", type=_csv(list(zoo_report.SETTINGS)), default=list(zoo_report.SETTINGS),
-                     help="cudagraphs is skipped on CPU")
+    _names(zoo, "--models", ZOO, ZOO, "model")
+    _names(zoo, "--modes", [m for m in MODES if m != "eager"], ("inductor", "eqsat"), "mode",
+           help="compiled modes, inductor among them (the baseline); the cudagraphs setting runs each as MODE_cg")
+    _names(zoo, "--settings", zoo_report.SETTINGS, zoo_report.SETTINGS, "setting", help="cudagraphs is skipped on CPU")
     _measurement_args(zoo, "bench/out/zoo_{tag}", "small", 3)
-    rerender = sub.add_parser("report", help="rewrite report.md and plots of an earlier run from its results.jsonl")
+    rerender = sub.add_parser("report", help="rewrite report.md and plots of an earlier run from its results.jsonl "
+                                             "(or results.jsonl.gz)")
     rerender.add_argument("dir", type=Path)
     rerender.add_argument("--latency-stat", choices=list(LATENCY_KEYS), default="median")
     sub.add_parser("demo", help="small CPU subset: inductor vs eqsat, inference only, one thread, minimum "
                                 "latency (robust on a busy laptop or CI box); prints the table")
     return p
-
-
-def _progress(total: int):
-    """tqdm's bar on stderr, or without tqdm a line per case."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _PlainProgress(total)
-    return tqdm(total=total, unit="case", file=sys.stderr)
-
-
-class _PlainProgress:
-    """The part of tqdm's interface the harness uses: "[done/total] model/mode/phase" lines."""
-
-    def __init__(self, total: int):
-        self.total, self.done = total, 0
-
-    def set_description(self, label: str) -> None:
-        print(f"[{self.done}/{self.total}] {label}", file=sys.stderr, flush=True)
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-
-    def close(self) -> None:
-        print(f"[{self.done}/{self.total}] done", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -192,7 +169,7 @@ def _stream(cases: list[Case], out_dir: Path, meta: dict, save_outputs: bool) ->
     """Rows of every case, each written to results.jsonl as it comes (a run cut short keeps them)."""
     rows: list[dict] = []
     warm_up(list(dict.fromkeys(m for case in cases for m, _ in case.variants)), meta["device"])
-    bar = _progress(sum(len(case.variants) for case in cases))
+    bar = tqdm(total=sum(len(case.variants) for case in cases), unit="case", file=sys.stderr)
     with open(out_dir / "results.jsonl", "w") as results:
         for case in cases:
             for row, outcome in _run_model_phase(case, bar):
@@ -218,10 +195,15 @@ def write_outputs(rows: list[dict], meta: dict, out_dir: Path, latency_stat: str
 
 
 def rerender(out_dir: Path, latency_stat: str) -> Path:
-    """Report and plots again from results.jsonl, e.g. with another latency statistic."""
-    rows = [json.loads(line) for line in (out_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+    """Report and plots again from results.jsonl (or the results.jsonl.gz a committed run keeps), e.g.
+    with another latency statistic."""
+    path = out_dir / "results.jsonl"
+    if not path.exists() and path.with_suffix(".jsonl.gz").exists():
+        path = path.with_suffix(".jsonl.gz")
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rt") as lines:
+        rows = [json.loads(line) for line in lines if line.strip()]
     if not rows:
-        raise SystemExit(f"{out_dir}/results.jsonl has no rows")
+        raise SystemExit(f"{path} has no rows")
     write_outputs(rows, {k: rows[0].get(k) for k in META_KEYS}, out_dir, latency_stat)
     return out_dir
 
@@ -230,12 +212,12 @@ def _run_model_phase(case: Case, bar):
     """Rows of one model and phase. The static modes are compiled one after the other and kept, then
     timed in interleaved rounds (``runner.paired_latency``); then (``--dynamic``) each mode with a
     symbolic batch, compiled and timed on its own."""
-    builder, model, phase, variants, settings = case.builder, case.model, case.phase, case.variants, case.settings
+    builder, phase, variants, settings = case.builder, case.phase, case.variants, case.settings
     try:
         reference = eager_reference(builder, phase, settings)
     except ModuleNotFoundError as err:  # e.g. transformers missing: skip the model, keep the run going
         for mode, dynamic in variants:
-            _announce(bar, model, mode_label(mode, dynamic), phase)
+            _announce(bar, case, mode_label(mode, dynamic))
             yield {"mode": mode_label(mode, dynamic), "phase": phase, "status": "skipped", "reason": str(err)}, None
         return
     static = [mode for mode, dynamic in variants if not dynamic]
@@ -243,11 +225,11 @@ def _run_model_phase(case: Case, bar):
     torch_compat.reset_dynamo()
     compiled = []
     for mode in static:
-        _announce(bar, model, mode, phase)
+        _announce(bar, case, mode)
         compiled.append(run_mode(builder, mode, phase, reference, {**settings, "keep_compiled": True}))
     yield from _timed(compiled, settings)
     for mode in dynamic:
-        _announce(bar, model, mode_label(mode, True), phase)
+        _announce(bar, case, mode_label(mode, True))
         yield from _timed([run_mode(builder, mode, phase, reference, {**settings, "dynamic": True})], settings)
 
 
@@ -261,8 +243,10 @@ def _timed(compiled: list[tuple], settings: dict):
         yield row, outcome
 
 
-def _announce(bar, model: str, mode: str, phase: str) -> None:
-    bar.set_description(f"{model}/{mode}/{phase}")
+def _announce(bar: tqdm, case: Case, mode: str) -> None:
+    """The bar's label: model/mode/phase, or model/mode/setting in the zoo (frozen and cudagraphs are
+    inference too)."""
+    bar.set_description(f"{case.model}/{mode}/{case.fields.get('setting', case.phase)}")
 
 
 def _save_outcome(out_dir: Path, row: dict, outcome) -> None:
@@ -280,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "demo":
         args = parser().parse_args(
-            ["run", "--models", ",".join(DEMO_MODELS), "--modes", "inductor,eqsat", "--no-train",
+            ["run", "--models", *DEMO_MODELS, "--modes", "inductor", "eqsat", "--no-train",
              "--threads", "1", "--latency-stat", "min", "--out", "bench/out/demo_{tag}"]
         )
     out_dir = zoo(args) if args.command == "zoo" else run(args)

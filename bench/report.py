@@ -7,6 +7,7 @@ import math
 import statistics
 from collections import defaultdict
 
+from bench import tables
 from bench.modes import CUDAGRAPHS
 
 BASELINES = ("inductor", "inductor_optimus")
@@ -72,11 +73,23 @@ def _speedup_cell(ratios: dict, base: str) -> str:
     return f"{fmt(value)} ({spread[0]:.2f}–{spread[1]:.2f})" if spread and value is not None else fmt(value)
 
 
-HEADER = (
-    "| model | mode | kernels (gen+ext) | ×kernels vs ind | ×kernels vs opt | latency ms | speedup vs ind "
-    "| speedup vs opt | compile s | optimizer s | e-graph nodes | max err | max grad err | Inductor counter "
-    "| eqsat predicted | worse than ind |"
+COLUMNS = (
+    "model", "mode", "kernels (gen+ext)", "×kernels vs ind", "×kernels vs opt", "latency ms", "speedup vs ind",
+    "speedup vs opt", "compile s", "optimizer s", "e-graph nodes", "max err", "max grad err", "Inductor counter",
+    "eqsat predicted", "worse than ind",
 )
+
+# Under every table: the three kernel columns count different things, and disagree on CPU (recsys_tower
+# under eqsat, small, CPU: 10 launches, Inductor counter 137, predicted 13).
+KERNEL_LEGEND = [
+    "Kernel columns: **kernels (gen+ext)** is what one step launches, read from Inductor's wrapper code: "
+    "generated kernels (one Triton kernel, or one fused C++ function on CPU) + extern calls (mm, bmm, fallbacks), "
+    "forward and backward for training; the ×kernels ratios and the flags use it. "
+    "**Inductor counter** is Inductor's own `generated_kernel_count` + extern calls: on GPU about the launches, "
+    "on CPU every loop nest inside a fused C++ function (a stack of 32 weights copied in one function counts 32). "
+    "**eqsat predicted** is eqsat's cost model's count for the graphs it handed Inductor, made before Inductor "
+    "fuses: above the launches where Inductor fuses more than the model expects (several stacks into one function).",
+]
 
 
 def by_model(rows: list[dict]) -> dict[str, dict[str, dict]]:
@@ -136,41 +149,41 @@ def is_baseline(mode: str) -> bool:
 
 
 def table(rows: list[dict], modes: list[str], latency: str) -> list[str]:
-    lines = [HEADER, "|" + "---|" * (HEADER.count("|") - 1)]
-    empty = " |" * (HEADER.count("|") - 5)
+    """One line per model and mode, one geomean line per mode, then the kernel columns' legend."""
+    lines = []
     for model, by_mode in by_model(rows).items():
         for mode in modes:
             row = by_mode.get(mode)
-            if row is None:
-                continue
-            flag = worse_than_inductor(row, by_mode, latency)
-            flag = f"**{flag}**" if flag else ""
-            if row["status"] != "ok":
-                lines.append(f"| {model} | {mode} | {row['status']}: {row.get('reason', '')} |" + empty + f" {flag} |")
-                continue
-            ratios = _ratios(row, by_mode, latency)
-            kernels = (
-                f"{row['kernels_total']} ({row['kernels_generated']}+{row['kernels_extern']})"
-                if row.get("kernels_total") is not None else "–"
-            )
-            cells = [
-                model, mode, kernels,
-                fmt(ratios["kernels_vs_inductor"]), fmt(ratios["kernels_vs_inductor_optimus"]),
-                _latency_cell(row, latency), _speedup_cell(ratios, "inductor"),
-                _speedup_cell(ratios, "inductor_optimus"), fmt(row.get("compile_s"), 1),
-                fmt(row.get("optimizer_s")), fmt(row.get("egraph_nodes")),
-                fmt(row.get("max_abs_err"), 2), fmt(row.get("max_abs_err_grad"), 2),
-                fmt(row.get("inductor_count_total")), fmt(_predicted(row)),
-                flag,
-            ]
-            lines.append("| " + " | ".join(cells) + " |")
+            if row is not None:
+                lines.append(_cells(model, mode, row, by_mode, latency))
     for mode, g in geomeans(rows, modes, latency).items():
-        cells = [
+        lines.append([
             "**geomean**", mode, "", fmt(g["kernels_vs_inductor"]), fmt(g["kernels_vs_inductor_optimus"]), "",
-            fmt(g["speedup_vs_inductor"]), fmt(g["speedup_vs_inductor_optimus"]), "", "", "", "", "", "", "", "",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+            fmt(g["speedup_vs_inductor"]), fmt(g["speedup_vs_inductor_optimus"]), *[""] * 8,
+        ])
+    return tables.table(COLUMNS, lines) + ["", *KERNEL_LEGEND]
+
+
+def _cells(model: str, mode: str, row: dict, by_mode: dict[str, dict], latency: str) -> list[str]:
+    flag = worse_than_inductor(row, by_mode, latency)
+    flag = f"**{flag}**" if flag else ""
+    if row["status"] != "ok":
+        return [model, mode, f"{row['status']}: {row.get('reason', '')}", *[""] * (len(COLUMNS) - 4), flag]
+    ratios = _ratios(row, by_mode, latency)
+    kernels = (
+        f"{row['kernels_total']} ({row['kernels_generated']}+{row['kernels_extern']})"
+        if row.get("kernels_total") is not None else "–"
+    )
+    return [
+        model, mode, kernels,
+        fmt(ratios["kernels_vs_inductor"]), fmt(ratios["kernels_vs_inductor_optimus"]),
+        _latency_cell(row, latency), _speedup_cell(ratios, "inductor"),
+        _speedup_cell(ratios, "inductor_optimus"), fmt(row.get("compile_s"), 1),
+        fmt(row.get("optimizer_s")), fmt(row.get("egraph_nodes")),
+        fmt(row.get("max_abs_err"), 2), fmt(row.get("max_abs_err_grad"), 2),
+        fmt(row.get("inductor_count_total")), fmt(_predicted(row)),
+        flag,
+    ]
 
 
 def _latency_cell(row: dict, latency: str) -> str:
@@ -191,12 +204,8 @@ def preamble(meta: dict, latency_stat: str, title: str) -> list[str]:
         + (f" · transformers {meta['transformers']}" if meta.get("transformers") else "")
         + (" · Inductor freezing on (inference compiles fold the parameters)" if meta.get("freezing") else ""),
         "",
-        "Kernels are the launches in Inductor's wrapper code: generated kernels (Triton kernels, or fused C++ "
-        "functions on CPU) plus extern calls (mm, bmm, fallbacks), forward and backward for training. "
-        "'Inductor counter' is generated_kernel_count + extern calls; on CPU it counts every loop nest inside a "
-        "fused C++ function (less the nests of abandoned outer-loop fusion attempts, which it counts twice). "
-        "'eqsat predicted' is eqsat's cost model's kernel count for the graphs it handed Inductor."
-        f" ×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step "
+        "Each table's kernel columns are explained under it. "
+        f"×kernels is mode/baseline (lower is better); latency is the {latency_stat} per step "
         "(every mode of a model compiled, then timed in interleaved rounds; with several rounds, the median over "
         "them ± half their spread) and speedup is baseline latency/mode latency (higher is better; with several "
         "rounds, the median of the per-round ratios and their range). Compile times are cold (caches off, no "

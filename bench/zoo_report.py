@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from bench import report
+from bench import report, tables
 from bench.modes import CUDAGRAPHS
 
 SETTINGS = {  # name: (title, phase, Inductor freezing, mode suffix)
@@ -32,10 +32,7 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
     latency = report.LATENCY_KEYS[latency_stat]
     settings = [s for s in SETTINGS if any(r.get("setting") == s for r in rows)]
     lines = report.preamble(meta, latency_stat, "eqsat zoo") + _models(rows)
-    lines += ["", "## Geomean over the models, against Inductor compiled the same way", "",
-              "| setting | mode | models | ×kernels vs ind | speedup vs ind | rows worse than ind |",
-              "|---|---|---|---|---|---|"]
-    tables, worse = [], []
+    summary, setting_tables, worse = [], [], []
     for setting in settings:
         setting_rows = [r for r in rows if r.get("setting") == setting]
         modes = list(dict.fromkeys(r["mode"] for r in setting_rows))
@@ -44,24 +41,26 @@ def render(rows: list[dict], meta: dict, latency_stat: str = "median") -> str:
         for mode, g in report.geomeans(setting_rows, modes, latency).items():
             if not report.is_baseline(mode):
                 count = sum(1 for _, m, _ in flagged if m == mode)
-                lines.append(f"| {setting} | {mode} | {g['models']} | {report.fmt(g['kernels_vs_inductor'])} "
-                             f"| {report.fmt(g['speedup_vs_inductor'])} | {count} |")
-        tables += ["", f"## {SETTINGS[setting][0]} ({setting})", "", *report.table(setting_rows, modes, latency)]
+                summary.append([setting, mode, g["models"], report.fmt(g["kernels_vs_inductor"]),
+                                report.fmt(g["speedup_vs_inductor"]), count])
+        setting_tables += ["", f"## {SETTINGS[setting][0]} ({setting})", "",
+                           *report.table(setting_rows, modes, latency)]
+    lines += ["", "## Geomean over the models, against Inductor compiled the same way", "",
+              *tables.table(("setting", "mode", "models", "×kernels vs ind", "speedup vs ind", "rows worse than ind"),
+                            summary)]
     for name, why in (meta.get("skipped_settings") or {}).items():
         lines += ["", f"`{name}` was not run: {why}."]
     if worse:
         lines += ["", "## Rows worse than Inductor", "", *worse]
-    lines += _compile_overhead(rows) + tables + _cudagraph_notes(rows) + report.skipped_graphs(rows)
+    lines += _compile_overhead(rows) + setting_tables + _cudagraph_notes(rows) + report.skipped_graphs(rows)
     return "\n".join(lines) + "\n"
 
 
 def _models(rows: list[dict]) -> list[str]:
     """One line per model: the library, class and attention it was built with, and its size."""
-    lines = ["", "## Models", "", "| model | built from | parameters |", "|---|---|---|"]
-    for model, by_mode in report.by_model(rows).items():
-        row = next(iter(by_mode.values()))
-        lines.append(f"| {model} | {row.get('source') or row.get('reason', '–')} | {_count(row.get('params'))} |")
-    return lines
+    first = [next(iter(by_mode.values())) for by_mode in report.by_model(rows).values()]
+    return ["", "## Models", "", *tables.table(("model", "built from", "parameters"), [
+        (row["model"], row.get("source") or row.get("reason", "–"), _count(row.get("params"))) for row in first])]
 
 
 def _count(n: int | None) -> str:
@@ -102,7 +101,7 @@ def _compile_overhead(rows: list[dict]) -> list[str]:
     seconds, the optimizer's own (without the measuring), the measuring (``verify``: Inductor's
     lowering of each candidate) and its share of Inductor alone's compile (issue 29: at most 50 % on
     the median model), how many programs were measured and which won, per graph."""
-    lines = []
+    table_rows = []
     shares = []
     for setting in dict.fromkeys(r.get("setting") for r in rows):
         for model, by_mode in report.by_model([r for r in rows if r.get("setting") == setting]).items():
@@ -116,11 +115,12 @@ def _compile_overhead(rows: list[dict]) -> list[str]:
                 if share is not None and row.get("candidates_measured"):
                     shares.append(share)
                 winners = ", ".join(f"{w}×{n}" if n > 1 else w for w, n in Counter(row.get("winners") or ()).items())
-                lines.append(f"| {model} | {setting} | {mode} | {report.fmt(alone.get('compile_s'))} "
-                             f"| {report.fmt(row.get('compile_s'))} "
-                             f"| {report.fmt(None if optimizer is None else optimizer - verify)} | {report.fmt(verify)} "
-                             f"| {report.fmt(share, 0)} | {row.get('candidates_measured') or 0} | {winners or '–'} |")
-    if not lines:
+                table_rows.append([
+                    model, setting, mode, report.fmt(alone.get("compile_s")), report.fmt(row.get("compile_s")),
+                    report.fmt(None if optimizer is None else optimizer - verify), report.fmt(verify),
+                    report.fmt(share, 0), row.get("candidates_measured") or 0, winners or "–",
+                ])
+    if not table_rows:
         return []
     median = (f"Median over the rows that measured: verify is {statistics.median(shares):.0f} % of Inductor "
               "alone's compile." if shares else "No program was measured (only a compile for a GPU is, by default).")
@@ -128,5 +128,5 @@ def _compile_overhead(rows: list[dict]) -> list[str]:
             "Seconds of the first call (Dynamo, eqsat, Inductor); the optimizer's seconds without the "
             "measuring; verify: Inductor's lowering of each candidate program (`fx_bridge.verify`); "
             "measured: programs counted, the input included; won: the candidate compiled, per graph.", "",
-            "| model | setting | mode | Inductor alone s | eqsat s | optimizer s | verify s | verify % of Inductor "
-            "| measured | won |", "|---|---|---|---|---|---|---|---|---|---|", *lines, "", median]
+            *tables.table(("model", "setting", "mode", "Inductor alone s", "eqsat s", "optimizer s", "verify s",
+                           "verify % of Inductor", "measured", "won"), table_rows), "", median]

@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from bench import tables
 from bench.scripts.pipeline_scale import TwoStage, graph_of_size
 from eqsat import driver
 from eqsat.cost import CostModel
@@ -84,17 +85,15 @@ def main(argv=None) -> None:
     ap.add_argument("--text", action="store_true", help="load one egglog command per statement (not in bulk)")
     args = ap.parse_args(argv)
     Session.bulk = not args.text
-    print("| graph | FX nodes | statements | lower s | " + " | ".join(f"{s} s" for s in STEPS)
-          + " | build s | price | kernels | peak RSS MB |")
-    print("|---" * (len(STEPS) + 8) + "|")
+    print("\n".join(tables.header(["graph", "FX nodes", "statements", "lower s", *(f"{s} s" for s in STEPS),
+                                    "build s", "price", "kernels", "peak RSS MB"])))
     cases = [(f"{p} pieces", lambda p=p: dynamo_graph(p)) for p in args.pieces]
     cases += [(f"random ~{n}", lambda n=n: graph_of_size(n)) for n in args.nodes]
     for name, make in cases:
         r = build_steps(*make())
-        steps = " | ".join(f"{r[s]:.2f}" for s in STEPS)
-        print(f"| {name} | {r['nodes']} | {r['commands']} | {r['lower']:.2f} | {steps} | "
-              f"{sum(r[s] for s in STEPS):.2f} | {r['price_value']:.2f} | {r['kernels']} | {r['rss_mb']:.0f} |",
-              flush=True)
+        print(tables.row([name, r['nodes'], r['commands'], f"{r['lower']:.2f}", *(f"{r[s]:.2f}" for s in STEPS),
+                          f"{sum(r[s] for s in STEPS):.2f}", f"{r['price_value']:.2f}", r['kernels'],
+                          f"{r['rss_mb']:.0f}"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from scipy.optimize import nnls
 from scipy.stats import spearmanr
 
+from bench import tables
 from bench.scripts import train_step
 from bench.measure import latency_ms
 from eqsat.cost import CostModel, ProgramCost, launches
@@ -370,12 +371,12 @@ def _summaries_by_phase(rows: list[Row], indent: str = "") -> None:
 
 
 def report(rows: list[Row]) -> None:
-    print("\n| graph | terms | predicted launches | measured launches | extern pred/meas"
-          " | generated_kernel_count+extern | MB moved | ms |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r.name} | {r.terms} | {r.predicted} | {r.measured} | {r.extern_pred}/{r.extern_meas}"
-              f" | {r.metric if r.metric >= 0 else '–'} | {r.bytes / 1e6:.2f} | {'–' if np.isnan(r.ms) else f'{r.ms:.3f}'} |")
+    print("\n" + "\n".join(tables.table(
+        ("graph", "terms", "predicted launches", "measured launches", "extern pred/meas",
+         "generated_kernel_count+extern", "MB moved", "ms"),
+        [(r.name, r.terms, r.predicted, r.measured, f"{r.extern_pred}/{r.extern_meas}",
+          r.metric if r.metric >= 0 else "–", f"{r.bytes / 1e6:.2f}", "–" if np.isnan(r.ms) else f"{r.ms:.3f}")
+         for r in rows])))
     print()
     summary("", rows)
     _summaries_by_phase(rows)

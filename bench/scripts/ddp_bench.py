@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from bench import tables
 from bench.measure import median_step_ms
 from bench.scripts.train_step import backend_for, build, loss_of, training_inputs
 from fx_bridge import inductor_metrics as im
@@ -67,8 +68,8 @@ def main(argv=None) -> None:
     rank = dist.get_rank()
     if rank == 0:
         print(f"world {dist.get_world_size()}, {device.type}, size {args.size}, bucket {args.bucket_mb} MiB")
-        print("| model | mode | fwd kernels (gen+extern) | bwd kernels (gen+extern) | step ms | max param diff vs eager |")
-        print("|---|---|---|---|---|---|")
+        print("\n".join(tables.header(["model", "mode", "fwd kernels (gen+extern)", "bwd kernels (gen+extern)",
+                                        "step ms", "max param diff vs eager"])))
     try:
         for name in args.models:
             reference = None
@@ -79,7 +80,7 @@ def main(argv=None) -> None:
                 diff = max(float((a - b).abs().max()) for a, b in zip(params, reference))
                 k = lambda c: f"{c['total']} ({c['generated']}+{c['extern']})"
                 if rank == 0 and mode in args.modes:
-                    print(f"| {name} | {mode} | {k(fwd)} | {k(bwd)} | {ms:.2f} | {diff:.2e} |", flush=True)
+                    print(tables.row([name, mode, k(fwd), k(bwd), f"{ms:.2f}", f"{diff:.2e}"]), flush=True)
     finally:
         dist.destroy_process_group()
 

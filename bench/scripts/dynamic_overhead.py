@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from bench import tables
 from bench.models import REGISTRY
 from bench.runner import mark_batch_dynamic
 from fx_bridge import torch_compat
@@ -61,8 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
-    print("| model | static s | symbolic s | ratio | symbolic graphs optimized | same cost after | kernels static → symbolic |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n".join(tables.header(["model", "static s", "symbolic s", "ratio", "symbolic graphs optimized",
+                                    "same cost after", "kernels static → symbolic"])))
     for name in args.models:
         model, inputs = REGISTRY[name](args.size, device=args.device, dtype=torch.float32)
         model.eval()
@@ -73,9 +74,9 @@ def main(argv: list[str] | None = None) -> None:
         kernels = (f"{sum(r.kernels_after for r in static_reports)} → "
                    f"{sum(r.kernels_after for r in dynamic_reports)}")
         skipped = "; ".join(r.skipped for r in dynamic_reports if r.skipped)
-        print(f"| {name} | {static_s:.3f} | {dynamic_s:.3f} | {dynamic_s / static_s:.2f}× | "
-              f"{optimized}/{len(dynamic_reports)}{' (' + skipped + ')' if skipped else ''} | "
-              f"{all(same) and len(static_reports) == len(dynamic_reports)} | {kernels} |", flush=True)
+        print(tables.row([name, f"{static_s:.3f}", f"{dynamic_s:.3f}", f"{dynamic_s / static_s:.2f}×",
+                          f"{optimized}/{len(dynamic_reports)}{' (' + skipped + ')' if skipped else ''}",
+                          all(same) and len(static_reports) == len(dynamic_reports), kernels]), flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from bench import tables
 from eqsat.cost import CostModel
 from eqsat.egraph import Budget, Session
 from eqsat.extract import bottom_up, extract, is_acyclic
@@ -59,9 +60,8 @@ def build(target_nodes: int, rows: int = 512):
 
 def run(sizes: list[int], time_limit: float, frozen: bool) -> None:
     model = CostModel(frozen_params=frozen)
-    print("| e-nodes | bottom-up s | bottom-up cost | ILP+extract s | ILP status | gap | chosen | cost |"
-          " kernels bottom-up → chosen |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(tables.header(["e-nodes", "bottom-up s", "bottom-up cost", "ILP+extract s", "ILP status", "gap",
+                                    "chosen", "cost", "kernels bottom-up → chosen"])))
     for n in sizes:
         view, roots = build(n)
         t0 = time.perf_counter()
@@ -72,8 +72,8 @@ def run(sizes: list[int], time_limit: float, frozen: bool) -> None:
         assert is_acyclic(view, roots, res.choice)
         assert res.cost <= tree_cost.cost
         gap = "-" if res.gap is None else f"{res.gap:.2%}"
-        print(f"| {view.num_nodes} | {t_bu:.3f} | {tree_cost.cost:,.0f} | {res.seconds:.2f} | {res.ilp_status}"
-              f" | {gap} | {res.extractor} | {res.cost:,.0f} | {tree_cost.kernels} → {res.after.kernels} |")
+        print(tables.row([view.num_nodes, f"{t_bu:.3f}", f"{tree_cost.cost:,.0f}", f"{res.seconds:.2f}", res.ilp_status,
+                          gap, res.extractor, f"{res.cost:,.0f}", f"{tree_cost.kernels} → {res.after.kernels}"]))
 
 
 def main(argv=None) -> None:

@@ -18,6 +18,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 nvidia-smi -L
 models=${MODELS:-dhen,wukong,interformer,dlrm,recsys_tower,split_cat_64,split_cat_mixed,split_stack_unbind,illustrative}
+words() { echo "${1//,/ }"; }  # the env vars list names with commas; `python -m bench` takes them apart
 for job in "$@"; do
   echo "== $job"
   case $job in
@@ -26,16 +27,16 @@ for job in "$@"; do
     # #15: the Aten forward and backward graphs of a training step, input and eqsat-optimized: predicted vs measured
     calibrate_train) timeout "${T_CALT:-240}" python3 -m bench.scripts.calibrate --device cuda --train --models --graphs 0 \
                        --only "${CAL_MODELS:-wukong,dhen,interformer,bert_layer,gpt2_block}" > /tmp/job.txt 2>&1 ;;
-    bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models "$models" \
-             --modes "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}" ${TRAIN:---train} --rounds "${ROUNDS:-3}" \
+    bench) timeout "${T_BENCH:-400}" python3 -m bench run --device cuda --size small --models $(words "$models") \
+             --modes $(words "${MODES:-eager,inductor,inductor_optimus,eqsat_greedy,eqsat}") ${TRAIN:---train} --rounds "${ROUNDS:-3}" \
              --out "$out/bench" > /tmp/job.txt 2>&1
            python3 -m bench report "$out/bench" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
            cat "$out/bench/report.md" >> /tmp/job.txt ;;
     # issue #13: static and symbolic-batch rows side by side (MODE+dyn), inference and training, then
     # optimizer time symbolic vs static on the same graphs
     dynamic) timeout "${T_DYN:-420}" python3 -m bench run --device cuda --size small \
-               --models "${DYN_MODELS:-dhen,interformer,recsys_tower,split_cat_64}" \
-               --modes "${DYN_MODES:-eager,inductor,eqsat}" --train --dynamic --out "$out/dynamic" > /tmp/job.txt 2>&1
+               --models $(words "${DYN_MODELS:-dhen,interformer,recsys_tower,split_cat_64}") \
+               --modes $(words "${DYN_MODES:-eager,inductor,eqsat}") --train --dynamic --out "$out/dynamic" > /tmp/job.txt 2>&1
              python3 -m bench report "$out/dynamic" >> /tmp/job.txt 2>&1
              cat "$out/dynamic/report.md" >> /tmp/job.txt
              timeout "${T_DYNOPT:-150}" python3 -m bench.scripts.dynamic_overhead --device cuda --repeat 5 >> /tmp/job.txt 2>&1 ;;
@@ -46,8 +47,8 @@ for job in "$@"; do
     hf|hf_frozen)
         run="$job${HF_TAG:-}"
         timeout "${T_HF:-540}" python3 -m bench run --device cuda --size "${HF_SIZE:-small}" \
-          --models "${HF_MODELS:-gpt2_block,bert_layer,t5_block,llama,bart,vit}" \
-          --modes "${HF_MODES:-inductor,inductor_optimus,eqsat}" --rounds "${HF_ROUNDS:-5}" \
+          --models $(words "${HF_MODELS:-gpt2_block,bert_layer,t5_block,llama,bart,vit}") \
+          --modes $(words "${HF_MODES:-inductor,inductor_optimus,eqsat}") --rounds "${HF_ROUNDS:-5}" \
           $([ $job = hf_frozen ] && echo --freezing --no-train || echo --train) --out "/tmp/$run" > /tmp/job.txt 2>&1
         python3 -m bench report "/tmp/$run" >> /tmp/job.txt 2>&1   # also after a timeout: rows stream
         cp "/tmp/$run/results.jsonl" "$out/$run.jsonl"; cp "/tmp/$run/report.md" "$out/$run.md"
@@ -72,7 +73,7 @@ for l in open(sys.argv[1]):
            c) zoo_models=vit,resnet18,dhen,wukong,interformer,dlrm,recsys_tower ;;
          esac
          TQDM_DISABLE=1 timeout "${T_ZOO:-450}" python3 -m bench zoo --device cuda --size "${ZOO_SIZE:-small}" \
-           --models "${ZOO_MODELS:-$zoo_models}" --rounds "${ZOO_ROUNDS:-3}" --out "/tmp/zoo_$group" > /tmp/job.txt 2>&1
+           --models $(words "${ZOO_MODELS:-$zoo_models}") --rounds "${ZOO_ROUNDS:-3}" --out "/tmp/zoo_$group" > /tmp/job.txt 2>&1
          python3 -m bench report "/tmp/zoo_$group" > /dev/null 2>> /tmp/job.txt   # also after a timeout: rows stream
          cp "/tmp/zoo_$group/results.jsonl" "$out/zoo_$group.jsonl"; cp "/tmp/zoo_$group/report.md" "$out/zoo_$group.md"
          cp "/tmp/zoo_$group/speedup_vs_inductor.png" "$out/zoo_${group}_speedup.png"
@@ -87,7 +88,7 @@ for l in open(sys.argv[1]):
                   --device cuda > /tmp/job.txt 2>&1 ;;
     # issue 29: rows a parallel zoo run flagged, timed alone (one process, more rounds)
     retime) TQDM_DISABLE=1 timeout "${T_RETIME:-300}" python3 -m bench zoo --device cuda --size small --rounds "${ZOO_ROUNDS:-5}" \
-              --modes inductor,eqsat --models "${RETIME_MODELS:-wukong,dlrm}" --settings "${RETIME_SETTINGS:-frozen}" \
+              --modes inductor eqsat --models $(words "${RETIME_MODELS:-wukong,dlrm}") --settings $(words "${RETIME_SETTINGS:-frozen}") \
               --out /tmp/retime > /tmp/job.txt 2>&1
             python3 -m bench report /tmp/retime > /dev/null 2>> /tmp/job.txt
             cp /tmp/retime/results.jsonl "$out/retime.jsonl"; cat /tmp/retime/report.md >> /tmp/job.txt ;;

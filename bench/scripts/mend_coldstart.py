@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from bench import tables
 from bench.measure import sync
 from fx_bridge import torch_compat
 from fx_bridge.mend import corpus, dynamo_compat, mend, runtime
@@ -66,16 +67,15 @@ def main(argv=None) -> None:
     parser.add_argument("--iters", type=int, default=50)
     args = parser.parse_args(argv)
     print(f"device: {args.device}, torch {torch.__version__}")
-    header = ("| model | graphs orig -> mended | cold start orig (s) | mended (s) | speedup "
-              "| steady orig (ms) | mended (ms) | speedup | mend time (s) |")
-    print(header)
-    print("|---" * (header.count("|") - 1) + "|")
+    print("\n".join(tables.header(["model", "graphs orig -> mended", "cold start orig (s)", "mended (s)", "speedup",
+                                    "steady orig (ms)", "mended (ms)", "speedup", "mend time (s)"])))
     for name in args.models.split(","):
         orig = measure(name, args.device, args.iters, mended=False)
         fixed = measure(name, args.device, args.iters, mended=True)
-        print(f"| {name} | {orig['graphs']} -> {fixed['graphs']} | {orig['cold_s']:.2f} | {fixed['cold_s']:.2f} | "
-              f"{orig['cold_s'] / fixed['cold_s']:.2f}x | {orig['steady_ms']:.2f} | {fixed['steady_ms']:.2f} | "
-              f"{orig['steady_ms'] / fixed['steady_ms']:.2f}x | {fixed['mend_s']:.1f} |", flush=True)
+        print(tables.row([name, f"{orig['graphs']} -> {fixed['graphs']}", f"{orig['cold_s']:.2f}",
+                          f"{fixed['cold_s']:.2f}", f"{orig['cold_s'] / fixed['cold_s']:.2f}x",
+                          f"{orig['steady_ms']:.2f}", f"{fixed['steady_ms']:.2f}",
+                          f"{orig['steady_ms'] / fixed['steady_ms']:.2f}x", f"{fixed['mend_s']:.1f}"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import time
 
 import torch
 
+from bench import tables
 from bench.graphgen import random_graph
 from fx_bridge import optimize, torch_compat
 
@@ -116,17 +117,15 @@ def dynamo_main(args) -> None:
 
     logging.basicConfig(format="%(message)s")  # each graph's report as it is optimized, before Inductor
     logging.getLogger("eqsat").setLevel(logging.INFO)
-    print("| pieces | mode | FX nodes per graph | e-nodes | " + " | ".join(f"{p} s" for p in PHASES)
-          + " | optimizer s | compile+run s | loop nests | launches | stop |")
-    print("|---" * (len(PHASES) + 9) + "|")
+    print("\n".join(tables.header(["pieces", "mode", "FX nodes per graph", "e-nodes", *(f"{p} s" for p in PHASES),
+                                    "optimizer s", "compile+run s", "loop nests", "launches", "stop"])))
     options = {"seconds": args.seconds} if args.seconds else {}
     for pieces in args.pieces:
         r = through_dynamo(pieces, args.train, options, device=args.device, inductor_alone=args.inductor_alone)
-        phases = " | ".join(f"{r['phases'].get(p, 0):.2f}" for p in PHASES)
+        phases = [f"{r['phases'].get(p, 0):.2f}" for p in PHASES]
         mode = ('train' if args.train else 'inference') + (' (Inductor alone)' if args.inductor_alone else '')
-        print(f"| {pieces} | {mode} | {r['graphs']} | {r['egraph']} | {phases} | "
-              f"{r['optimizer']:.2f} | {r['total']:.1f} | {r['kernels']} | {r['launches'] or '-'} | "
-              f"{'; '.join(r['stop'])} |", flush=True)
+        print(tables.row([pieces, mode, r['graphs'], r['egraph'], *phases, f"{r['optimizer']:.2f}", f"{r['total']:.1f}",
+                          r['kernels'], r['launches'] or '-', '; '.join(r['stop'])]), flush=True)
 
 
 def _record_fake(gm, inputs) -> None:
@@ -156,9 +155,8 @@ def main(argv=None) -> None:
     if args.dynamo:
         return dynamo_main(args)
     args.seconds = args.seconds or 30.0
-    print("| graph | FX nodes | e-nodes (final) | " + " | ".join(f"{p} s" for p in PHASES)
-          + " | total s | peak RSS MB | kernels before → after | stop |")
-    print("|---" * (len(PHASES) + 7) + "|")
+    print("\n".join(tables.header(["graph", "FX nodes", "e-nodes (final)", *(f"{p} s" for p in PHASES), "total s",
+                                    "peak RSS MB", "kernels before → after", "stop"])))
     cases = [(f"split→sigmoid→cat ×{p}", lambda p=p: split_pointwise_cat(p)) for p in args.pieces]
     cases += [(f"random ~{n}", lambda n=n: graph_of_size(n)) for n in args.nodes]
     for name, make in cases:  # the RSS column is the process's peak so far: small cases first
@@ -167,10 +165,10 @@ def main(argv=None) -> None:
         _, report = optimize(gm, inputs, {"always_raise": True, "iterations": args.iterations,
                                           "seconds": args.seconds, "max_nodes": 2_000_000})
         total = time.perf_counter() - t0
-        phases = " | ".join(f"{report.phase_seconds.get(p, 0):.2f}" for p in PHASES)
-        print(f"| {name} | {len(gm.graph.nodes)} | {report.egraph_nodes} | {phases} | {total:.2f} | "
-              f"{report.peak_rss_mb:.0f} | {report.kernels_before} → {report.kernels_after} | {report.stop_reason} |",
-              flush=True)
+        phases = [f"{report.phase_seconds.get(p, 0):.2f}" for p in PHASES]
+        print(tables.row([name, len(gm.graph.nodes), report.egraph_nodes, *phases, f"{total:.2f}",
+                          f"{report.peak_rss_mb:.0f}", f"{report.kernels_before} → {report.kernels_after}",
+                          report.stop_reason]), flush=True)
 
 
 if __name__ == "__main__":

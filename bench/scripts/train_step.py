@@ -17,6 +17,7 @@ from typing import Callable
 
 import torch
 
+from bench import tables
 from bench.measure import median_step_ms
 from bench.models import REGISTRY
 from fx_bridge import eqsat_backend
@@ -113,8 +114,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"| model | mode | fwd kernels (gen+extern) | bwd kernels (gen+extern) | step ms | loss | max grad err |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n".join(tables.header(["model", "mode", "fwd kernels (gen+extern)", "bwd kernels (gen+extern)", "step ms",
+                                    "loss", "max grad err"])))
     for name in args.models:
         model, inputs = build(name, args.size, args.device)
         eager = run_step(model, inputs, None)
@@ -122,8 +123,8 @@ def main(argv=None) -> None:
             torch_compat.reset_dynamo()
             r = run_step(model, inputs, mode, args.repeats)
             k = lambda c: f"{c['total']} ({c['generated']}+{c['extern']})"
-            print(f"| {name} | {mode} | {k(r.kernels_fwd)} | {k(r.kernels_bwd)} | {r.step_ms:.2f} | "
-                  f"{r.loss:.5g} | {max_grad_error(r, eager):.2e} |", flush=True)
+            print(tables.row([name, mode, k(r.kernels_fwd), k(r.kernels_bwd), f"{r.step_ms:.2f}", f"{r.loss:.5g}",
+                              f"{max_grad_error(r, eager):.2e}"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from bench import tables
 from bench.models import ZOO
 from eqsat.cost import CostModel
 from fx_bridge import eqsat_backend, pipeline, torch_compat
@@ -52,10 +53,10 @@ def main(argv: list[str] | None = None) -> None:
                          "optimizer_s": 0.0, "verify_s": 0.0})
         print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
         torch_compat.reset_dynamo()
-    print("\n| model | nodes | launches per candidate | won | optimizer s | verify s |\n|---|---|---|---|---|---|")
-    for r in rows:
-        counted = ", ".join(f"{k} {v}" for k, v in r["launches"].items()) or "–"
-        print(f"| {r['model']} | {r['nodes']} | {counted} | {r['won']} | {r['optimizer_s']:.1f} | {r['verify_s']:.1f} |")
+    print("\n" + "\n".join(tables.table(
+        ("model", "nodes", "launches per candidate", "won", "optimizer s", "verify s"),
+        [(r["model"], r["nodes"], ", ".join(f"{k} {v}" for k, v in r["launches"].items()) or "–", r["won"],
+          f"{r['optimizer_s']:.1f}", f"{r['verify_s']:.1f}") for r in rows])))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import time
 
 import torch
 
+from bench import tables
 from bench.measure import sync
 from bench.models import REGISTRY
 from bench.models.split_cat import SplitCat64, _build_64
@@ -113,20 +114,21 @@ def _fastest(runs: list[dict], key: str) -> float:
 
 
 def table(rows: dict[str, dict]) -> str:
-    lines = ["| model | eqsat optimizer cold / warm (s) | warm/cold | eqsat compile cold / warm (s) | "
-             "Inductor compile cold / warm (s) | eqsat warm / Inductor warm | same in CPU time | cache (warm) | "
-             "Inductor's caches (eqsat warm) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = []
     for model, r in rows.items():
         ec, ews, ic, iws = r["eqsat", "cold"], r["eqsat", "warm"], r["inductor", "cold"], r["inductor", "warm"]
         ew = min(ews, key=lambda w: w["compile_s"])
         ewall, iwall = _fastest(ews, "compile_s"), _fastest(iws, "compile_s")
         ecpu, icpu = _fastest(ews, "compile_cpu_s"), _fastest(iws, "compile_cpu_s")
-        lines.append(f"| {model} | {ec['optimizer_s']:.2f} / {ew['optimizer_s']:.3f} | "
-                     f"{ew['optimizer_s'] / max(ec['optimizer_s'], 1e-9):.1%} | {ec['compile_s']:.2f} / {ewall:.2f} | "
-                     f"{ic['compile_s']:.2f} / {iwall:.2f} | {ewall / iwall:.2f}× | {ecpu:.2f} / {icpu:.2f} s: "
-                     f"{ecpu / icpu:.2f}× | {', '.join(ew['cache'])} | "
-                     f"{', '.join(f'{k} {v}' for k, v in sorted(ew['inductor_caches'].items()))} |")
-    return "\n".join(lines)
+        lines.append([model, f"{ec['optimizer_s']:.2f} / {ew['optimizer_s']:.3f}",
+                      f"{ew['optimizer_s'] / max(ec['optimizer_s'], 1e-9):.1%}", f"{ec['compile_s']:.2f} / {ewall:.2f}",
+                      f"{ic['compile_s']:.2f} / {iwall:.2f}", f"{ewall / iwall:.2f}×",
+                      f"{ecpu:.2f} / {icpu:.2f} s: {ecpu / icpu:.2f}×", ", ".join(ew["cache"]),
+                      ", ".join(f"{k} {v}" for k, v in sorted(ew["inductor_caches"].items()))])
+    return "\n".join(tables.table(
+        ("model", "eqsat optimizer cold / warm (s)", "warm/cold", "eqsat compile cold / warm (s)",
+         "Inductor compile cold / warm (s)", "eqsat warm / Inductor warm", "same in CPU time", "cache (warm)",
+         "Inductor's caches (eqsat warm)"), lines))
 
 
 def main(argv: list[str] | None = None) -> None:

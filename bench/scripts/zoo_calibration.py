@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from bench import tables
 from bench.scripts import train_step
 from bench.models import ZOO
 from eqsat.cost import CostModel, launches
@@ -220,10 +221,10 @@ def summary(rows: list[Row]) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| graph | nodes | input: predicted / counted | chosen: predicted / counted |", "|---|---|---|---|"]
-    lines += [f"| {r.name} | {r.nodes} | {r.predicted_input} / {r.counted_input} | "
-              f"{r.predicted_chosen} / {r.counted_chosen}{'' if r.changed else ' (input)'} |" for r in rows]
-    return "\n".join(lines)
+    return "\n".join(tables.table(
+        ("graph", "nodes", "input: predicted / counted", "chosen: predicted / counted"),
+        [(r.name, r.nodes, f"{r.predicted_input} / {r.counted_input}",
+          f"{r.predicted_chosen} / {r.counted_chosen}{'' if r.changed else ' (input)'}") for r in rows]))
 
 
 def main(device: str, only: list[str] | None, train: bool, kernels: bool = False) -> None:

@@ -3,11 +3,15 @@ mode reproduces eager outputs and gradients."""
 
 import importlib
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from bench.cli import main
+from bench.cli import main, parser
 
 
 def _eqsat_backend_missing() -> bool:
@@ -20,7 +24,7 @@ def _eqsat_backend_missing() -> bool:
 
 def _run_and_check(tmp_path, modes: list[str], device: str = "cpu", dynamic: bool = False):
     out = tmp_path / "run"
-    main(["run", "--models", "recsys_tower", "--modes", ",".join(modes), "--size", "tiny", "--device", device,
+    main(["run", "--models", "recsys_tower", "--modes", *modes, "--size", "tiny", "--device", device,
           "--min-seconds", "0.05", "--out", str(out), "--save-outputs"] + (["--dynamic"] if dynamic else []))
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     labels = modes + [f"{m}+dyn" for m in modes if dynamic and m != "eager"]
@@ -84,7 +88,7 @@ def test_cli_freezing_folds_parameters_in_every_mode(tmp_path):
     """``--freezing``: every mode compiles with Inductor's freezing, outputs still match eager,
     and the rows and the report say the run was frozen."""
     out = tmp_path / "run"
-    main(["run", "--models", "recsys_tower", "--modes", "eager,inductor,eqsat", "--size", "tiny",
+    main(["run", "--models", "recsys_tower", "--modes", "eager", "inductor", "eqsat", "--size", "tiny",
           "--no-train", "--freezing", "--min-seconds", "0.05", "--out", str(out), "--save-outputs"])
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert all(r["status"] == "ok" and r["freezing"] is True for r in rows), rows
@@ -100,3 +104,43 @@ def test_cli_no_infer_runs_the_training_step_only(tmp_path):
           "--min-seconds", "0.01", "--out", str(tmp_path)])
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [r["phase"] for r in rows] == ["train"] and rows[0]["status"] == "ok", rows
+
+
+def test_help_lists_every_model_and_mode():
+    """``python -m bench --help`` (and each command's) names what ``--models`` and ``--modes`` take,
+    read from the registries, so a model added to the zoo shows up without touching the CLI."""
+    from bench.models import REGISTRY, ZOO
+    from bench.modes import CG_MODES, MODES
+
+    def help_text(*command: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "bench", *command, "--help"], capture_output=True, text=True,
+                              check=True, env={**os.environ, "COLUMNS": "200"})
+        return " ".join(done.stdout.split())
+
+    top = help_text()
+    for name in [*REGISTRY, *ZOO, *MODES, *CG_MODES]:
+        assert re.search(rf"\b{re.escape(name)}\b", top), name
+    run_help, zoo_help = help_text("run"), help_text("zoo")
+    assert all(name in run_help for name in [*REGISTRY, *MODES, *CG_MODES])
+    assert all(name in zoo_help for name in [*ZOO, "inductor_optimus", "frozen", "cudagraphs"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--models", "no_such_model"], "argument --models: invalid choice: 'no_such_model'"),
+    (["run", "--modes", "eqsat", "turbo"], "argument --modes: invalid choice: 'turbo'"),
+    (["zoo", "--modes", "eager"], "argument --modes: invalid choice: 'eager'"),  # the zoo compiles every mode
+    (["zoo", "--settings", "infer,train"], "argument --settings: invalid choice: 'infer,train'"),
+])
+def test_unknown_name_is_an_argparse_error_listing_the_choices(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--out", str(tmp_path)])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "(choose from" in err
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_models_and_modes_take_several_names():
+    args = parser().parse_args(["run", "--models", "dlrm", "split_cat_64", "--modes", "inductor", "eqsat_cg"])
+    assert (args.models, args.modes) == (["dlrm", "split_cat_64"], ["inductor", "eqsat_cg"])
+    assert parser().parse_args(["zoo"]).settings == ["infer", "train", "frozen", "cudagraphs"]

@@ -92,3 +92,47 @@ def test_report_subcommand_rerenders_with_the_minimum_latency(tmp_path):
     main(["report", str(tmp_path), "--latency-stat", "min"])
     line = next(l for l in (tmp_path / "report.md").read_text().splitlines() if l.startswith("| a | eqsat |"))
     assert "| 1.000 | 2.00 |" in line  # min latency 1 ms, speedup 2/1 (the medians would give 3.00)
+
+
+def test_table_formatter_escapes_cells_and_checks_widths():
+    from bench import tables
+
+    assert tables.table(("model", "reason"), [("a", "RuntimeError: x | y\nsecond line"), ("b", 1.5)]) == [
+        "| model | reason |",
+        "|---|---|",
+        "| a | RuntimeError: x \\| y second line |",
+        "| b | 1.5 |",
+    ]
+    with pytest.raises(ValueError, match="a row of 1 cells under 2 columns"):
+        tables.table(("model", "reason"), [("a",)])
+
+
+def test_every_report_row_has_one_cell_per_column_and_the_kernel_legend():
+    """An error row, an ok row and the geomean row line up with the header (a reason holding ``|``
+    included), and the three kernel columns are explained under the table."""
+    rows = [_row("a", "inductor", 10, 2.0),
+            {"model": "a", "mode": "eqsat", "phase": "infer", "status": "error", "reason": "E: a | b"},
+            _row("b", "inductor", 10, 2.0), _row("b", "eqsat", 5, 1.0)]
+    text = report.render(rows, {"tag": "t", "torch": "x", "device_name": "cpu", "size": "tiny", "dtype": "float32"})
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(lines) == 2 + 4 + 2 and all(len(re.split(r"(?<!\\)\|", line)) == len(report.COLUMNS) + 2
+                                           for line in lines)
+    assert "| a | eqsat | error: E: a \\| b |" in text
+    legend = text.split(lines[-1], 1)[1]
+    assert all(f"**{name}**" in legend for name in ("kernels (gen+ext)", "Inductor counter", "eqsat predicted"))
+
+
+def test_report_subcommand_reads_a_committed_runs_gzipped_rows(tmp_path):
+    """results/ keeps a run's rows as results.jsonl.gz; ``python -m bench report`` renders from them."""
+    import gzip
+    import json
+
+    from bench.cli import main
+
+    meta = {"tag": "t", "torch": "x", "device": "cpu", "device_name": "cpu", "size": "tiny", "dtype": "float32"}
+    rows = [{**_row("a", "inductor", 10, 2.0), **meta}, {**_row("a", "eqsat", 5, 1.0), **meta}]
+    with gzip.open(tmp_path / "results.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    main(["report", str(tmp_path)])
+    line = next(l for l in (tmp_path / "report.md").read_text().splitlines() if l.startswith("| a | eqsat |"))
+    assert "| 5 (5+0) | 0.50 |" in line

@@ -3,7 +3,6 @@ with its reason, every other setting's rows match eager and land in results.json
 
 import importlib.util
 import json
-import sys
 
 import pytest
 import torch
@@ -13,8 +12,8 @@ from bench.cli import main
 CG_REASON = "CUDA graphs need a CUDA device (--device cuda)"
 
 
-def _zoo(out, models: str, *extra: str) -> list[dict]:
-    main(["zoo", "--models", models, "--size", "tiny", "--rounds", "1", "--min-seconds", "0.02",
+def _zoo(out, models: list[str], *extra: str) -> list[dict]:
+    main(["zoo", "--models", *models, "--size", "tiny", "--rounds", "1", "--min-seconds", "0.02",
           "--out", str(out), *extra])
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
@@ -28,11 +27,10 @@ def _check_rows(rows: list[dict]) -> None:
         assert row["skipped_settings"] == {"cudagraphs": CG_REASON}
 
 
-def test_zoo_on_cpu_writes_every_setting_but_cuda_graphs(tmp_path, monkeypatch, capsys):
-    """Without tqdm the progress is a line per case. The report re-renders from results.jsonl alone."""
-    monkeypatch.setitem(sys.modules, "tqdm", None)  # `from tqdm import tqdm` raises ImportError
+def test_zoo_on_cpu_writes_every_setting_but_cuda_graphs(tmp_path, capsys):
+    """Progress is tqdm's bar on stderr. The report re-renders from results.jsonl alone."""
     out = tmp_path / "zoo"
-    rows = _zoo(out, "ten_unequal_linears", "--settings", "infer,frozen,cudagraphs")
+    rows = _zoo(out, ["ten_unequal_linears"], "--settings", "infer", "frozen", "cudagraphs")
     assert [(r["setting"], r["mode"]) for r in rows] == [
         ("infer", "inductor"), ("infer", "eqsat"), ("frozen", "inductor"), ("frozen", "eqsat")]
     _check_rows(rows)
@@ -41,7 +39,7 @@ def test_zoo_on_cpu_writes_every_setting_but_cuda_graphs(tmp_path, monkeypatch, 
 
     stderr = capsys.readouterr().err
     assert f"setting cudagraphs skipped: {CG_REASON}" in stderr
-    assert "[0/4] ten_unequal_linears/inductor/infer" in stderr and "[4/4] done" in stderr
+    assert "| 0/4 [" in stderr and "ten_unequal_linears/eqsat/frozen: 100%" in stderr and "| 4/4 [" in stderr
     text = (out / "report.md").read_text()
     assert f"`cudagraphs` was not run: {CG_REASON}." in text
     assert "| infer | eqsat | 1 |" in text and "| frozen | eqsat | 1 |" in text
@@ -66,7 +64,7 @@ def test_zoo_needs_inductor_among_the_modes(tmp_path):
 def test_zoo_default_settings_with_a_library_model(tmp_path):
     """GPT-2 from transformers and the two-stage split-cat: inference, training step and freezing."""
     pytest.importorskip("transformers")
-    rows = _zoo(tmp_path, "gpt2,split_cat_two_stage")
+    rows = _zoo(tmp_path, ["gpt2", "split_cat_two_stage"])
     assert {(r["model"], r["setting"], r["mode"]) for r in rows} == {
         (m, s, mode) for m in ("gpt2", "split_cat_two_stage") for s in ("infer", "train", "frozen")
         for mode in ("inductor", "eqsat")}
@@ -128,7 +126,7 @@ def test_zoo_compile_overhead_table_with_inductor_deciding(tmp_path, monkeypatch
     real = fx_bridge.backend.eqsat_backend
     monkeypatch.setattr(fx_bridge.backend, "eqsat_backend",
                         lambda **kw: real(cost=CostModel.for_device("cuda"), verify=True, cache=False, seconds=600, **kw))
-    rows = _zoo(tmp_path, "ten_unequal_linears", "--settings", "infer")
+    rows = _zoo(tmp_path, ["ten_unequal_linears"], "--settings", "infer")
     eqsat = next(r for r in rows if r["mode"] == "eqsat")
     assert eqsat["status"] == "ok" and eqsat["max_abs_err"] < 1e-4, eqsat.get("traceback", eqsat)
     assert eqsat["verify_s"] > 0 and eqsat["candidates_measured"] >= 2 and eqsat["winners"], eqsat

@@ -12,10 +12,13 @@ from torch.nn import *
 class Graph(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.register_buffer('_tensor_constant0', torch.empty([1, 64], dtype=torch.int64))
-        self.register_buffer('_tensor_constant1', torch.empty([2, 1, 64, 64], dtype=torch.float32))
-        self.register_buffer('_tensor_constant2', torch.empty([2, 64], dtype=torch.int64))
-        self.load_state_dict(torch.load(__import__('os').path.join(__import__('os').path.dirname(__file__), 'state_dict.pt')))
+        # The graph's three constants, made here instead of loaded from a saved state dict: BART's
+        # position ids (its learned positions start at offset 2) and the decoder's causal mask.
+        positions = torch.arange(2, 66)
+        self.register_buffer('_tensor_constant0', positions.expand(1, 64).clone())
+        causal = torch.full((64, 64), torch.finfo(torch.float32).min).triu(1)
+        self.register_buffer('_tensor_constant1', causal.expand(2, 1, 64, 64).clone())
+        self.register_buffer('_tensor_constant2', positions.expand(2, 64).clone())
 
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import itertools
 import operator
 import sys
@@ -72,6 +73,9 @@ class Launches:
     # each launch: "kernel" or "extern" and the Aten ops it was made from (what a calibration compares
     # with the cost model's groups); not part of the comparison
     described: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # the same program's launches with Inductor's combo kernels on (``combo_kernels``: independent
+    # pointwise/reduction kernels grouped into one launch); None when not counted
+    combined: Launches | None = field(default=None, compare=False, repr=False)
 
     @property
     def total(self) -> int:
@@ -102,11 +106,12 @@ def available(device: str) -> bool:
 
 
 def count_launches(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], device: str = "cuda",
-                   dialect: str = "aten", frozen: bool = False) -> Launches:
+                   dialect: str = "aten", frozen: bool = False, combo: bool = False) -> Launches:
     """Launches Inductor would emit for ``gm`` on ``device`` ("cuda"). ``dialect``: "aten" for a
     post-grad (functional Aten) graph, "torch" for a Dynamo graph. ``frozen``: Inductor's ``freezing``
-    will fold the parameters into constants (``_fold_parameters``). ``gm`` and the inputs are left as
-    they are, and so is every global setting and counter. Raises :class:`ProbeError`."""
+    will fold the parameters into constants (``_fold_parameters``). ``combo``: also count them with
+    combo kernels on (``Launches.combined``; the same lowering, so nearly free). ``gm`` and the
+    inputs are left as they are, and so is every global setting and counter. Raises :class:`ProbeError`."""
     if device != "cuda" or not available(device):
         raise ProbeError(f"cannot probe Inductor for device {device!r} here")
     if dialect not in ("aten", "torch"):
@@ -116,8 +121,8 @@ def count_launches(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], devi
             fake_mode, gm, inputs = _fake_copy(gm, example_inputs, dialect, frozen)
             with fake_mode, V.set_fake_mode(fake_mode), torch.no_grad():
                 if dialect == "torch":
-                    return _count_torch(gm, inputs, fake_mode)
-                return _count_aten(gm, inputs, fake_mode)
+                    return _count_torch(gm, inputs, fake_mode, combo)
+                return _count_aten(gm, inputs, fake_mode, combo)
     except ProbeError:
         raise
     except Exception as e:
@@ -302,12 +307,12 @@ class _Measured(Exception):
         self.launches = launches
 
 
-def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode) -> Launches:
+def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode, combo: bool = False) -> Launches:
     """``compile_fx`` as Inductor runs it on a Dynamo graph, stopped where it would generate code."""
     from torch._inductor.compile_fx import compile_fx
 
     def inner(aten_gm, aten_inputs, **kwargs):
-        raise _Measured(_count_aten(aten_gm, aten_inputs, fake_mode))
+        raise _Measured(_count_aten(aten_gm, aten_inputs, fake_mode, combo))
 
     try:
         compile_fx(gm, inputs, inner_compile=inner)
@@ -325,7 +330,7 @@ def _cause(e: BaseException | None, kind: type) -> Any:
     return e
 
 
-def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode) -> Launches:
+def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, combo: bool = False) -> Launches:
     """What ``compile_fx_inner`` does before codegen: post-grad passes, lowering, scheduling."""
     from torch._inductor import compile_fx as cfx
     from torch._inductor.debug import DebugContext
@@ -345,11 +350,68 @@ def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode) -> L
         graph = GraphLowering(gm, example_inputs=list(inputs), shape_env=None, is_inference=True)
         with V.set_graph_handler(graph):
             graph.run(*inputs)
-            return _launches(Scheduler(graph.operations).nodes)
+            scheduler = Scheduler(graph.operations)
+            plain = _launches(scheduler.nodes)
+            return dataclasses.replace(plain, combined=_combined(scheduler, plain)) if combo else plain
 
 
-def _launches(nodes: list) -> Launches:
-    """Launches of the scheduler's nodes after fusion, as the wrapper code will make them."""
+def _combined(scheduler, plain: Launches) -> Launches | None:
+    """The launches with combo kernels on: what ``Scheduler.codegen`` does to the fused nodes first
+    (``merge_loops``, then ``create_combo_kernel_nodes``: nodes of one topological level, at most
+    ``combo_kernel_max_num_nodes`` of them, never extern/template/grouped/mix-order nodes), and each
+    combo node as the launches its code generation makes: one per partition that
+    ``ComboKernel.horizontal_partition`` cuts it into (by tiling dims, long reductions, large
+    pointwise, argument count). None when this torch lacks a step (the caller then leaves combo off)."""
+    from torch._inductor import scheduler as sched_module
+
+    combo_node = getattr(sched_module, "ForeachKernelSchedulerNode", None)
+    if combo_node is None or not hasattr(scheduler, "create_combo_kernel_nodes"):
+        return None
+    before = set(scheduler.nodes)
+    try:
+        # (``combo_kernels`` itself only gates this step in codegen: it is not set here, so the
+        # user's setting stays unset, as ``torch_compat.inductor_config_set_by_user`` reads it)
+        if hasattr(scheduler, "merge_loops"):
+            scheduler.merge_loops()
+        scheduler.create_combo_kernel_nodes(num_ck_nodes=None)
+        combos = {n: _combo_partitions(scheduler, n) for n in scheduler.nodes
+                  if n not in before and isinstance(n, combo_node)}
+    except Exception:  # a torch whose combo kernels we cannot read: counted as not combining
+        return None
+    counted = _launches(scheduler.nodes, combos)
+    return dataclasses.replace(counted, bytes=plain.bytes)  # grouping launches moves no other byte
+
+
+class _Partitioned(Exception):
+    """Carries a combo node's partitions out of its code generation, before any code is made."""
+
+    def __init__(self, partitions: list):
+        super().__init__("partitioned")
+        self.partitions = partitions
+
+
+def _combo_partitions(scheduler, node) -> int:
+    """How many kernels the combo node's code generation launches: its partitions, as Inductor's
+    own ``codegen_combo_kernel`` cuts them (stopped right after, so no Triton is needed)."""
+    from torch._inductor.codegen import triton_combo_kernel
+
+    combo_kernel = triton_combo_kernel.ComboKernel
+    partition = combo_kernel.horizontal_partition
+
+    def record(*args, **kwargs):
+        raise _Partitioned(partition(*args, **kwargs))
+
+    with mock.patch.object(combo_kernel, "horizontal_partition", staticmethod(record)):
+        try:
+            scheduler.get_backend(node.get_device()).codegen_combo_kernel(node)
+        except _Partitioned as found:
+            return sum(1 for p in found.partitions if p)
+    raise ProbeError("a combo kernel's code generation never partitioned it")
+
+
+def _launches(nodes: list, combos: dict | None = None) -> Launches:
+    """Launches of the scheduler's nodes after fusion, as the wrapper code will make them;
+    ``combos``: combo kernel nodes and the kernels each launches."""
     from torch._inductor import scheduler
 
     mixed = getattr(scheduler, "FusedMixOrderReductions", ())
@@ -361,7 +423,7 @@ def _launches(nodes: list) -> Launches:
     generated = extern = 0
     described = []
     for node in nodes:
-        g, e = _node_launches(node, finished)
+        g, e = (combos[node], 0) if combos and node in combos else _node_launches(node, finished)
         generated, extern = generated + g, extern + e
         if g or e:
             described.append(f"{g}+{e} {_origins(node)}")

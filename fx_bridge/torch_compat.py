@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from typing import Any, Callable, Sequence
 
 import torch
@@ -460,6 +461,33 @@ def inductor_config_names() -> frozenset[str]:
     import torch._inductor.config as inductor_config
 
     return frozenset(inductor_config.get_config_copy())
+
+
+def inductor_config_value(name: str) -> Any:
+    """Inductor's config value ``name`` as it is now (the user's patches included)."""
+    import torch._inductor.config as inductor_config
+
+    return getattr(inductor_config, name)
+
+
+def inductor_config_set_by_user(name: str) -> bool:
+    """Whether the user set Inductor's ``name`` (``config.patch``, an assignment, or its environment
+    variable), even to its default: then it is theirs, not ours to decide. A value put back by a
+    finished ``config.patch`` counts as set (the patch restores it by setting it). Torch's config module keeps
+    the user's value apart from the default (``_ConfigEntry.user_override``, a ContextVar since
+    2.6; older ones: compared with the default)."""
+    import torch._inductor.config as inductor_config
+
+    entry = getattr(inductor_config, "_config", {}).get(name)
+    if entry is None:
+        return False
+    unset = getattr(sys.modules[type(entry).__module__], "_UNSET_SENTINEL", None)
+    override = getattr(entry, "user_override", unset)
+    override = override.get() if hasattr(override, "get") else override
+    env = [getattr(entry, k, unset) for k in ("env_value_force", "env_value_default")]
+    if unset is None:
+        return getattr(inductor_config, name) != entry.default
+    return override is not unset or any(v is not unset for v in env)
 
 
 def has_plain_codegen(graph: torch.fx.Graph) -> bool:

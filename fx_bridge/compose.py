@@ -25,13 +25,15 @@ DECIDE = "decide"
 
 
 def setting(opts: Options, inductor: dict, example_inputs: Sequence[Any]) -> bool | str:
-    """The compile's combo kernels: the user's (``options={"combo_kernels": ...}`` or a
-    ``torch._inductor.config`` setting), else ``DECIDE`` on a compile Inductor decides (a GPU one,
-    or ``verify=True`` with the GPU cost model), else Inductor's config as it is."""
+    """The compile's combo kernels: the user's (``options={"combo_kernels": ...}``, or
+    ``torch._inductor.config`` changed from its default), else ``DECIDE`` on a compile Inductor
+    decides (a GPU one, or ``verify=True`` with the GPU cost model), else Inductor's config as it is.
+    A ``config.patch(combo_kernels=False)`` is the default to us (``torch_compat.inductor_config_changed``
+    says why): ``options={"combo_kernels": False}`` keeps them off."""
     if "combo_kernels" in inductor:
         return bool(inductor["combo_kernels"])
     current = bool(torch_compat.inductor_config_value("combo_kernels"))
-    if torch_compat.inductor_config_set_by_user("combo_kernels") or not _decides(opts, example_inputs):
+    if torch_compat.inductor_config_changed("combo_kernels") or not _decides(opts, example_inputs):
         return current
     return DECIDE
 

@@ -470,24 +470,15 @@ def inductor_config_value(name: str) -> Any:
     return getattr(inductor_config, name)
 
 
-def inductor_config_set_by_user(name: str) -> bool:
-    """Whether the user set Inductor's ``name`` (``config.patch``, an assignment, or its environment
-    variable), even to its default: then it is theirs, not ours to decide. A value put back by a
-    finished ``config.patch`` counts as set (the patch restores it by setting it). Torch's config module keeps
-    the user's value apart from the default (``_ConfigEntry.user_override``, a ContextVar since
-    2.6; older ones: compared with the default)."""
+def inductor_config_changed(name: str) -> bool:
+    """Whether Inductor's ``name`` differs from its default now (a user's ``config.patch``, an
+    assignment, its environment variable). A value equal to the default cannot be told from it:
+    every ``config.patch`` (``compile_fx``'s ``config_patches`` too) restores the value before it by
+    setting it, so "set by the user" is not kept apart from "put back" (torch 2.11-2.14)."""
     import torch._inductor.config as inductor_config
 
     entry = getattr(inductor_config, "_config", {}).get(name)
-    if entry is None:
-        return False
-    unset = getattr(sys.modules[type(entry).__module__], "_UNSET_SENTINEL", None)
-    override = getattr(entry, "user_override", unset)
-    override = override.get() if hasattr(override, "get") else override
-    env = [getattr(entry, k, unset) for k in ("env_value_force", "env_value_default")]
-    if unset is None:
-        return getattr(inductor_config, name) != entry.default
-    return override is not unset or any(v is not unset for v in env)
+    return entry is not None and getattr(inductor_config, name) != entry.default
 
 
 def has_plain_codegen(graph: torch.fx.Graph) -> bool:

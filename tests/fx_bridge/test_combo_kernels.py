@@ -1,7 +1,5 @@
 """Compose with Inductor's combo kernels (issue 42): counted by Inductor's own scheduler and partitioner
 on the fake GPU, decided per Dynamo graph with the program, the user's setting honoured."""
-import contextvars
-
 import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -147,12 +145,18 @@ def test_the_users_option_is_honoured():
 
 
 def test_the_users_config_patch_is_honoured():
-    def under_patch():  # in a copy of the context: the patch's restored value stays out of later tests
-        with torch._inductor.config.patch(combo_kernels=False):
-            return _compile(two_independent, torch.randn(64, 64), torch.randn(64, 64))
+    with torch._inductor.config.patch(combo_kernels=True):
+        report, config = _compile(two_independent, torch.randn(64, 64), torch.randn(64, 64))
+    assert report.combo_kernels is None and "combo_kernels" not in config, report.summary()  # theirs, as set
+    assert not report.combo_launches
 
-    report, config = contextvars.copy_context().run(under_patch)
-    assert report.combo_kernels is None and "combo_kernels" not in config, report.summary()
+
+def test_a_restored_config_patch_leaves_the_decision_to_inductor():
+    """compile_fx's own config_patches (ours: combo_kernels=True) put the default back by setting it."""
+    with torch._inductor.config.patch(combo_kernels=True):
+        pass
+    report, config = _compile(two_independent, torch.randn(64, 64), torch.randn(64, 64))
+    assert report.combo_kernels is True and config.get("combo_kernels") is True, report.summary()
 
 
 def test_a_cpu_compile_leaves_combo_kernels_alone(monkeypatch):

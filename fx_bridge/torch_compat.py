@@ -492,3 +492,26 @@ def compile_cache_counters() -> dict[str, int]:
 
     return {k: v for group in ("inductor", "aot_autograd") for k, v in counters[group].items()
             if k.startswith(("fxgraph_cache", "autograd_cache"))}
+
+
+@contextlib.contextmanager
+def inductor_counts_bytes():
+    """Inductor adds each compiled graph's bytes read and written (its ``count_bytes`` estimate) to
+    ``torch._inductor.metrics.num_bytes_accessed`` only while its ``inductor_metrics`` artifact log is
+    at INFO: that log on (its records not shown) for the block."""
+    import logging
+
+    from torch._inductor import compile_fx as cfx
+
+    log = cfx.inductor_metrics_log
+    level, propagate = log.level, log.propagate
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    handler = logging.NullHandler()
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate

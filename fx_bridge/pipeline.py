@@ -101,17 +101,20 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     are facts of the compile: they are switched on in the default and in a user's cost model alike.
     ``combo``: Inductor's combo kernels in the compile after us: True/False, "config" (Inductor's
     config as it is now: a post-grad pass runs inside that compile), or "decide" (Inductor's count
-    decides them with the program: ``Report.combo_kernels``)."""
+    decides them with the program: ``Report.combo_kernels``); the cost model prices them unless off
+    (``CostModel.combo_kernels``: they nearly always go on where Inductor decides)."""
     opts = options if isinstance(options, Options) else Options.of(options)
     base = opts.cost or CostModel.for_device(device_of(example_inputs))
+    combo = torch_compat.inductor_config_value("combo_kernels") if combo == "config" else combo
     cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
-                               train_step=base.train_step or train_step)
+                               train_step=base.train_step or train_step,
+                               combo_kernels=base.combo_kernels or combo in (True, "decide"))
     if cost != opts.cost:
         opts = dataclasses.replace(opts, cost=cost)
     if not cost.batch_pointwise:
         opts = dataclasses.replace(opts, disabled=(*opts.disabled, *POINTWISE_BATCHES))
     report = Report(graph_nodes=len(gm.graph.nodes))
-    setting = _COMBO.set(torch_compat.inductor_config_value("combo_kernels") if combo == "config" else combo)
+    setting = _COMBO.set(combo)
     with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
         report.budget_seconds = deadline.seconds
         try:

@@ -163,3 +163,30 @@ def test_a_cpu_compile_leaves_combo_kernels_alone(monkeypatch):
     monkeypatch.setattr(inductor_probe, "count_launches", lambda *a, **k: pytest.fail("counted"))
     report, config = _compile(two_independent, torch.randn(64, 64), torch.randn(64, 64), verify=None)
     assert report.combo_kernels is None and "combo_kernels" not in config
+
+
+# -- the cost model prices them ------------------------------------------------------------------
+def tanh_then_matmuls(a, b, c, d, w1, w2, w3, w4):
+    """Four independent tanh kernels, each read by a matmul of its own width (nothing to batch there)."""
+    return torch.tanh(a) @ w1, torch.tanh(b) @ w2, torch.tanh(c) @ w3, torch.tanh(d) @ w4
+
+
+def test_extraction_stops_buying_launches_combo_kernels_give_for_free():
+    """With the pointwise batches offered on the GPU model: without combo kernels, one tanh of the
+    stacked inputs saves 3 launches (8 → 5); with them, Inductor already launches the four tanh as one
+    combo kernel, so the batch saves nothing and the input program stays."""
+    import dataclasses
+
+    from fx_bridge.options import Options
+    from fx_bridge.pipeline import optimize
+
+    gm = torch.fx.symbolic_trace(tanh_then_matmuls)
+    inputs = [torch.randn(64, 64) for _ in range(4)] + [torch.randn(64, n) for n in (16, 24, 32, 40)]
+    cost = dataclasses.replace(GPU, batch_pointwise=True)
+    reports = {}
+    for combo in (False, True):
+        new_gm, reports[combo] = optimize(gm, inputs, Options(cost=cost, verify=False, post_grad=False), combo=combo)
+        torch.testing.assert_close(new_gm(*inputs), gm(*inputs))
+    assert reports[False].changed and "batch_tanh" in reports[False].rules_used, reports[False].summary()
+    assert (reports[False].kernels_before, reports[False].kernels_after) == (8, 5)
+    assert not reports[True].changed and reports[True].kernels_before == 5, reports[True].summary()

@@ -118,11 +118,11 @@ def count_launches(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], devi
         raise ProbeError(f"unknown dialect {dialect!r}: 'aten' or 'torch'")
     try:
         with _isolated(), _fake_gpu():
-            fake_mode, gm, inputs = _fake_copy(gm, example_inputs, dialect, frozen)
+            fake_mode, gm, inputs, constants = _fake_copy(gm, example_inputs, dialect, frozen)
             with fake_mode, V.set_fake_mode(fake_mode), torch.no_grad():
                 if dialect == "torch":
-                    return _count_torch(gm, inputs, fake_mode, combo)
-                return _count_aten(gm, inputs, fake_mode, combo)
+                    return _count_torch(gm, inputs, fake_mode, combo, constants)
+                return _count_aten(gm, inputs, fake_mode, combo, constants)
     except ProbeError:
         raise
     except Exception as e:
@@ -134,7 +134,9 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     """A copy of ``gm`` whose tensor attributes are inputs, and fake inputs of the same sizes,
     strides and dtypes, none requiring grad (on a CPU-only build a fake cuda tensor that requires
     grad aborts the process). A program with no cuda input (traced on the CPU) is moved to cuda:
-    its inputs, device literals and factories. ``frozen``: what only parameters feed is folded."""
+    its inputs, device literals and factories. ``frozen``: what only parameters feed is folded, and
+    the positions of the inputs that are then constants (parameters, attributes, folded values) are
+    returned too (``_freezing_patterns`` needs them)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
@@ -146,7 +148,7 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     graph = torch.fx.Graph()
     graph.output(tuple(pytree.tree_leaves(graph.graph_copy(gm.graph, {}))))  # Inductor wants them flat
     attrs = _lift_attributes(gm, graph)
-    folded = []
+    folded, params = [], set()
     if frozen:
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         params = {p for i, (p, x) in enumerate(zip(placeholders, (*attrs, *example_inputs)))
@@ -157,7 +159,10 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     mode = FakeTensorMode()
     with mode:
         inputs = [_fake(x, _CUDA if move else x.device) for x in (*attrs, *example_inputs, *folded)]
-    return mode, torch.fx.GraphModule(torch.nn.Module(), graph), inputs
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    constants = frozenset(i for i, n in enumerate(placeholders)
+                          if n in params or n.name.startswith("_probe_folded_")) if frozen else frozenset()
+    return mode, torch.fx.GraphModule(torch.nn.Module(), graph), inputs, constants
 
 
 def _fold_parameters(graph: torch.fx.Graph, params: set[torch.fx.Node]) -> list[torch.Tensor]:
@@ -307,12 +312,14 @@ class _Measured(Exception):
         self.launches = launches
 
 
-def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode, combo: bool = False) -> Launches:
-    """``compile_fx`` as Inductor runs it on a Dynamo graph, stopped where it would generate code."""
+def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode, combo: bool = False,
+                 constants: frozenset = frozenset()) -> Launches:
+    """``compile_fx`` as Inductor runs it on a Dynamo graph, stopped where it would generate code
+    (its inference trace keeps the inputs in order, so ``constants`` still name them)."""
     from torch._inductor.compile_fx import compile_fx
 
     def inner(aten_gm, aten_inputs, **kwargs):
-        raise _Measured(_count_aten(aten_gm, aten_inputs, fake_mode, combo))
+        raise _Measured(_count_aten(aten_gm, aten_inputs, fake_mode, combo, constants))
 
     try:
         compile_fx(gm, inputs, inner_compile=inner)
@@ -330,8 +337,10 @@ def _cause(e: BaseException | None, kind: type) -> Any:
     return e
 
 
-def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, combo: bool = False) -> Launches:
-    """What ``compile_fx_inner`` does before codegen: post-grad passes, lowering, scheduling."""
+def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, combo: bool = False,
+                constants: frozenset = frozenset()) -> Launches:
+    """What ``compile_fx_inner`` does before codegen: post-grad passes, lowering, scheduling; with
+    ``constants`` (freezing) Inductor's freezing patterns first (``_freezing_patterns``)."""
     from torch._inductor import compile_fx as cfx
     from torch._inductor.debug import DebugContext
     from torch._inductor.fx_passes.post_grad import view_to_reshape
@@ -340,6 +349,8 @@ def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, comb
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
     post_grad = getattr(cfx, "_recursive_post_grad_passes", None) or cfx.post_grad_passes
+    if constants:
+        gm, inputs = _freezing_patterns(gm, list(inputs), constants, fake_mode)
     view_to_reshape(gm)
     FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*inputs)
     record_strides = getattr(cfx, "_recursive_record_original_output_strides", None)
@@ -353,6 +364,57 @@ def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, comb
             scheduler = Scheduler(graph.operations)
             plain = _launches(scheduler.nodes)
             return dataclasses.replace(plain, combined=_combined(scheduler, plain)) if combo else plain
+
+
+def _freezing_patterns(gm: torch.fx.GraphModule, inputs: list, constants: frozenset,
+                       fake_mode) -> tuple[torch.fx.GraphModule, list]:
+    """What Inductor's ``freeze`` does to the frozen graph beyond folding: the constant inputs become
+    constants (``get_attr``) and its freezing patterns run (``freezing_patterns.pass_patterns``; on a
+    GPU the concat-linear ones: 2 or 3 matmuls of one input and constant weights become one matmul of
+    the concatenated weights, which Llama's q/k/v and gate/up are); what only constants then feed
+    (the concatenated weights) is folded. ``freeze``'s CSE comes first, as there. Without this, Inductor alone was counted 3 launches a Llama
+    layer more than it makes under ``freezing`` (issue 42: 31 counted, 25 on an H100)."""
+    from torch._functorch.compile_utils import fx_graph_cse
+    from torch._inductor.fx_passes import freezing_patterns
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i in sorted(constants):
+        name = f"_probe_constant_{i}"
+        setattr(gm, name, inputs[i])
+        with gm.graph.inserting_before(placeholders[i]):
+            attr = gm.graph.get_attr(name)
+        attr.meta = dict(placeholders[i].meta)
+        placeholders[i].replace_all_uses_with(attr)
+        gm.graph.erase_node(placeholders[i])
+    inputs = [x for i, x in enumerate(inputs) if i not in constants]
+    gm.graph = fx_graph_cse(gm.graph)  # as ``freeze`` does: one input view for the three of q/k/v
+    _fold_constants(gm)  # the transposed weights the patterns match must be constants themselves
+    freezing_patterns.lazy_init()
+    for patterns in freezing_patterns.pass_patterns:
+        patterns.apply(gm.graph)
+    _fold_constants(gm)
+    gm.recompile()
+    return gm, inputs
+
+
+def _fold_constants(gm: torch.fx.GraphModule) -> None:
+    """Each node that only constants feed becomes a constant, as freezing's ``constant_fold`` makes it."""
+    for node in list(gm.graph.nodes):
+        args = node.all_input_nodes
+        if node.op != "call_function" or not args or any(a.op != "get_attr" for a in args):
+            continue
+        value = node.target(*torch.fx.node.map_arg(node.args, lambda a: getattr(gm, a.target)),
+                            **torch.fx.node.map_arg(node.kwargs, lambda a: getattr(gm, a.target)))
+        if not isinstance(value, torch.Tensor):
+            continue
+        name = f"_probe_constant_{node.name}"
+        setattr(gm, name, value)
+        with gm.graph.inserting_before(node):
+            attr = gm.graph.get_attr(name)
+        attr.meta = {**node.meta, "val": value}
+        node.replace_all_uses_with(attr)
+        gm.graph.erase_node(node)
+    gm.graph.eliminate_dead_code()
 
 
 def _combined(scheduler, plain: Launches) -> Launches | None:

@@ -380,7 +380,7 @@ def _freezing_patterns(gm: torch.fx.GraphModule, inputs: list, constants: frozen
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for i in sorted(constants):
         name = f"_probe_constant_{i}"
-        setattr(gm, name, inputs[i])
+        gm.register_buffer(name, inputs[i])  # a buffer: a plain tensor attribute makes get_attr warn
         with gm.graph.inserting_before(placeholders[i]):
             attr = gm.graph.get_attr(name)
         attr.meta = dict(placeholders[i].meta)
@@ -408,7 +408,7 @@ def _fold_constants(gm: torch.fx.GraphModule) -> None:
         if not isinstance(value, torch.Tensor):
             continue
         name = f"_probe_constant_{node.name}"
-        setattr(gm, name, value)
+        gm.register_buffer(name, value)
         with gm.graph.inserting_before(node):
             attr = gm.graph.get_attr(name)
         attr.meta = {**node.meta, "val": value}

@@ -11,7 +11,11 @@ import torch
 
 from fx_bridge import torch_compat
 
-MODES = ("eager", "inductor", "inductor_optimus", "eqsat_greedy", "eqsat")
+MODES = ("eager", "inductor", "inductor_optimus", "inductor_combo", "inductor_combo_optimus", "eqsat_greedy", "eqsat")
+# Inductor's stock configurations a user picks for fewer launches: combo kernels (independent
+# pointwise/reduction kernels, up to 8, in one launch), alone and with every Optimus pass; with CUDA
+# graphs they are ``inductor_combo_cg`` and ``inductor_combo_optimus_cg`` (GPU only).
+INDUCTOR_MODES = ("inductor", "inductor_optimus", "inductor_combo", "inductor_combo_optimus")
 EQSAT_MODES = {"eqsat_greedy": "greedy", "eqsat": "saturate"}
 CUDAGRAPHS = "_cg"  # MODE_cg: MODE with CUDA graphs, what a user picks for launch-bound inference
 CG_MODES = tuple(mode + CUDAGRAPHS for mode in MODES if mode != "eager")
@@ -39,13 +43,33 @@ class Compiled:
 
 
 class InductorBackend:
-    """Inductor alone, as a backend object of its own. Dynamo lets a module instance reuse code compiled
+    """Inductor alone (with ``patches``, its config for this mode's compiles), as a backend object of its own. Dynamo lets a module instance reuse code compiled
     for another instance of its class with the same backend, so two modes that both call Inductor
     (``inductor``, ``inductor_optimus``: one compiler, different config) kept alive side by side would
-    share one program. eqsat hands its graph to the same ``compile_fx``."""
+    share one program. eqsat hands its graph to the same ``compile_fx``. The patches go in as
+    ``config_patches``, which also wrap the lazily compiled backward."""
+
+    def __init__(self, patches: dict | None = None):
+        self.patches = dict(patches or {})
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs) -> object:
+        if self.patches:
+            return torch_compat.compile_fx()(gm, example_inputs, config_patches=self.patches)
         return torch_compat.compile_fx()(gm, example_inputs)
+
+
+def inductor_patches(mode: str) -> dict:
+    """The Inductor config a stock mode adds on top of the harness's (``inductor_config_patch``, which
+    switches Optimus on for ``inductor_optimus`` only): combo kernels, and Optimus for combo+Optimus."""
+    if not mode.startswith("inductor_combo"):
+        return {}
+    patches: dict = {"combo_kernels": True}
+    if mode == "inductor_combo_optimus":
+        from fx_bridge.inductor_metrics import optimus_options
+
+        pre, post = optimus_options()
+        patches.update(pre_grad_fusion_options=pre, post_grad_fusion_options=post)
+    return patches
 
 
 class CudaGraphs:
@@ -69,8 +93,8 @@ def compile_model(mode: str, model: torch.nn.Module) -> Compiled:
     if mode == "eager":
         return Compiled(model)
     base = base_mode(mode)
-    if base in ("inductor", "inductor_optimus"):  # Optimus is switched by the config patch, not here
-        backend, reporter = InductorBackend(), None
+    if base in INDUCTOR_MODES:  # Optimus alone is switched by the harness's config patch, not here
+        backend, reporter = InductorBackend(inductor_patches(base)), None
     elif base in EQSAT_MODES:
         from fx_bridge.backend import eqsat_backend  # at call time: tests substitute the backend
 

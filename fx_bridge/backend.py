@@ -13,7 +13,7 @@ import torch
 
 from eqsat.deadline import Allowance
 
-from . import artifacts, cache, inductor_workarounds, torch_compat
+from . import artifacts, cache, compose, inductor_workarounds, torch_compat
 from .fallback import kept_original
 from .options import Options, device_of
 from .post_grad import EqsatPostGradPass
@@ -43,13 +43,16 @@ class EqsatBackend:
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
         trains = _trains(gm, example_inputs)
+        combo = compose.setting(opts, inductor, example_inputs)
         artifacts.graph_before("pre_grad", gm.graph)
         new_gm, report = cache.optimized(
             "pre_grad", gm, example_inputs, opts, device_of(example_inputs),
-            {"frozen_params": frozen, "train_step": trains, "grad": torch.is_grad_enabled()},
-            lambda: optimize_or_keep(gm, example_inputs, opts, frozen, trains, allowance))
+            {"frozen_params": frozen, "train_step": trains, "grad": torch.is_grad_enabled(), "combo": combo},
+            lambda: _decided(optimize_or_keep(gm, example_inputs, opts, frozen, trains, allowance, combo),
+                             example_inputs, combo, frozen))
         artifacts.graph_after("pre_grad", new_gm.graph, report)
         self.reports.append(report)
+        inductor = compose.inductor_options(report, inductor, combo)
         if new_gm is gm:
             return self._inner(opts, allowance, inductor, gm)(gm, example_inputs)
         try:
@@ -97,15 +100,23 @@ def _trains(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
             or any(p.requires_grad for p in gm.parameters()))
 
 
+def _decided(result: tuple[torch.fx.GraphModule, Report], example_inputs: Sequence[Any], combo: bool | str,
+             frozen: bool) -> tuple[torch.fx.GraphModule, Report]:
+    """The combo-kernel decision for a graph Inductor did not measure with its program."""
+    new_gm, report = result
+    return new_gm, compose.decide_unmeasured(new_gm, example_inputs, report, combo, frozen)
+
+
 def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options,
                      frozen_params: bool = False, train_step: bool = False,
-                     allowance: Allowance | None = None) -> tuple[torch.fx.GraphModule, Report]:
+                     allowance: Allowance | None = None,
+                     combo: bool | str = "config") -> tuple[torch.fx.GraphModule, Report]:
     """``optimize``, or the original graph and a report saying why it was kept."""
     from .pipeline import optimize  # the optimizer's imports (egglog, ~1 s) only when it runs: not on a cache hit
 
     try:
         new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,
-                                  train_step=train_step, allowance=allowance)
+                                  train_step=train_step, allowance=allowance, combo=combo)
         log.info("%s", report.summary())
         return new_gm, report
     except Exception as e:  # never break a compile over a graph we cannot improve safely

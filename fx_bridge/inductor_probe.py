@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import itertools
 import operator
 import sys
@@ -72,6 +73,9 @@ class Launches:
     # each launch: "kernel" or "extern" and the Aten ops it was made from (what a calibration compares
     # with the cost model's groups); not part of the comparison
     described: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # the same program's launches with Inductor's combo kernels on (``combo_kernels``: independent
+    # pointwise/reduction kernels grouped into one launch); None when not counted
+    combined: Launches | None = field(default=None, compare=False, repr=False)
 
     @property
     def total(self) -> int:
@@ -102,22 +106,23 @@ def available(device: str) -> bool:
 
 
 def count_launches(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], device: str = "cuda",
-                   dialect: str = "aten", frozen: bool = False) -> Launches:
+                   dialect: str = "aten", frozen: bool = False, combo: bool = False) -> Launches:
     """Launches Inductor would emit for ``gm`` on ``device`` ("cuda"). ``dialect``: "aten" for a
     post-grad (functional Aten) graph, "torch" for a Dynamo graph. ``frozen``: Inductor's ``freezing``
-    will fold the parameters into constants (``_fold_parameters``). ``gm`` and the inputs are left as
-    they are, and so is every global setting and counter. Raises :class:`ProbeError`."""
+    will fold the parameters into constants (``_fold_parameters``). ``combo``: also count them with
+    combo kernels on (``Launches.combined``; the same lowering, so nearly free). ``gm`` and the
+    inputs are left as they are, and so is every global setting and counter. Raises :class:`ProbeError`."""
     if device != "cuda" or not available(device):
         raise ProbeError(f"cannot probe Inductor for device {device!r} here")
     if dialect not in ("aten", "torch"):
         raise ProbeError(f"unknown dialect {dialect!r}: 'aten' or 'torch'")
     try:
         with _isolated(), _fake_gpu():
-            fake_mode, gm, inputs = _fake_copy(gm, example_inputs, dialect, frozen)
+            fake_mode, gm, inputs, constants = _fake_copy(gm, example_inputs, dialect, frozen)
             with fake_mode, V.set_fake_mode(fake_mode), torch.no_grad():
                 if dialect == "torch":
-                    return _count_torch(gm, inputs, fake_mode)
-                return _count_aten(gm, inputs, fake_mode)
+                    return _count_torch(gm, inputs, fake_mode, combo, constants)
+                return _count_aten(gm, inputs, fake_mode, combo, constants)
     except ProbeError:
         raise
     except Exception as e:
@@ -129,7 +134,9 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     """A copy of ``gm`` whose tensor attributes are inputs, and fake inputs of the same sizes,
     strides and dtypes, none requiring grad (on a CPU-only build a fake cuda tensor that requires
     grad aborts the process). A program with no cuda input (traced on the CPU) is moved to cuda:
-    its inputs, device literals and factories. ``frozen``: what only parameters feed is folded."""
+    its inputs, device literals and factories. ``frozen``: what only parameters feed is folded, and
+    the positions of the inputs that are then constants (parameters, attributes, folded values) are
+    returned too (``_freezing_patterns`` needs them)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
@@ -141,7 +148,7 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     graph = torch.fx.Graph()
     graph.output(tuple(pytree.tree_leaves(graph.graph_copy(gm.graph, {}))))  # Inductor wants them flat
     attrs = _lift_attributes(gm, graph)
-    folded = []
+    folded, params = [], set()
     if frozen:
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         params = {p for i, (p, x) in enumerate(zip(placeholders, (*attrs, *example_inputs)))
@@ -152,7 +159,10 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
     mode = FakeTensorMode()
     with mode:
         inputs = [_fake(x, _CUDA if move else x.device) for x in (*attrs, *example_inputs, *folded)]
-    return mode, torch.fx.GraphModule(torch.nn.Module(), graph), inputs
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    constants = frozenset(i for i, n in enumerate(placeholders)
+                          if n in params or n.name.startswith("_probe_folded_")) if frozen else frozenset()
+    return mode, torch.fx.GraphModule(torch.nn.Module(), graph), inputs, constants
 
 
 def _fold_parameters(graph: torch.fx.Graph, params: set[torch.fx.Node]) -> list[torch.Tensor]:
@@ -302,12 +312,14 @@ class _Measured(Exception):
         self.launches = launches
 
 
-def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode) -> Launches:
-    """``compile_fx`` as Inductor runs it on a Dynamo graph, stopped where it would generate code."""
+def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode, combo: bool = False,
+                 constants: frozenset = frozenset()) -> Launches:
+    """``compile_fx`` as Inductor runs it on a Dynamo graph, stopped where it would generate code
+    (its inference trace keeps the inputs in order, so ``constants`` still name them)."""
     from torch._inductor.compile_fx import compile_fx
 
     def inner(aten_gm, aten_inputs, **kwargs):
-        raise _Measured(_count_aten(aten_gm, aten_inputs, fake_mode))
+        raise _Measured(_count_aten(aten_gm, aten_inputs, fake_mode, combo, constants))
 
     try:
         compile_fx(gm, inputs, inner_compile=inner)
@@ -325,8 +337,10 @@ def _cause(e: BaseException | None, kind: type) -> Any:
     return e
 
 
-def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode) -> Launches:
-    """What ``compile_fx_inner`` does before codegen: post-grad passes, lowering, scheduling."""
+def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, combo: bool = False,
+                constants: frozenset = frozenset()) -> Launches:
+    """What ``compile_fx_inner`` does before codegen: post-grad passes, lowering, scheduling; with
+    ``constants`` (freezing) Inductor's freezing patterns first (``_freezing_patterns``)."""
     from torch._inductor import compile_fx as cfx
     from torch._inductor.debug import DebugContext
     from torch._inductor.fx_passes.post_grad import view_to_reshape
@@ -335,6 +349,8 @@ def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode) -> L
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
     post_grad = getattr(cfx, "_recursive_post_grad_passes", None) or cfx.post_grad_passes
+    if constants:
+        gm, inputs = _freezing_patterns(gm, list(inputs), constants, fake_mode)
     view_to_reshape(gm)
     FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*inputs)
     record_strides = getattr(cfx, "_recursive_record_original_output_strides", None)
@@ -345,11 +361,119 @@ def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode) -> L
         graph = GraphLowering(gm, example_inputs=list(inputs), shape_env=None, is_inference=True)
         with V.set_graph_handler(graph):
             graph.run(*inputs)
-            return _launches(Scheduler(graph.operations).nodes)
+            scheduler = Scheduler(graph.operations)
+            plain = _launches(scheduler.nodes)
+            return dataclasses.replace(plain, combined=_combined(scheduler, plain)) if combo else plain
 
 
-def _launches(nodes: list) -> Launches:
-    """Launches of the scheduler's nodes after fusion, as the wrapper code will make them."""
+def _freezing_patterns(gm: torch.fx.GraphModule, inputs: list, constants: frozenset,
+                       fake_mode) -> tuple[torch.fx.GraphModule, list]:
+    """What Inductor's ``freeze`` does to the frozen graph beyond folding: the constant inputs become
+    constants (``get_attr``) and its freezing patterns run (``freezing_patterns.pass_patterns``; on a
+    GPU the concat-linear ones: 2 or 3 matmuls of one input and constant weights become one matmul of
+    the concatenated weights, which Llama's q/k/v and gate/up are); what only constants then feed
+    (the concatenated weights) is folded. ``freeze``'s CSE comes first, as there. Without this, Inductor alone was counted 3 launches a Llama
+    layer more than it makes under ``freezing`` (issue 42: 31 counted, 25 on an H100)."""
+    from torch._functorch.compile_utils import fx_graph_cse
+    from torch._inductor.fx_passes import freezing_patterns
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i in sorted(constants):
+        name = f"_probe_constant_{i}"
+        gm.register_buffer(name, inputs[i])  # a buffer: a plain tensor attribute makes get_attr warn
+        with gm.graph.inserting_before(placeholders[i]):
+            attr = gm.graph.get_attr(name)
+        attr.meta = dict(placeholders[i].meta)
+        placeholders[i].replace_all_uses_with(attr)
+        gm.graph.erase_node(placeholders[i])
+    inputs = [x for i, x in enumerate(inputs) if i not in constants]
+    gm.graph = fx_graph_cse(gm.graph)  # as ``freeze`` does: one input view for the three of q/k/v
+    _fold_constants(gm)  # the transposed weights the patterns match must be constants themselves
+    freezing_patterns.lazy_init()
+    for patterns in freezing_patterns.pass_patterns:
+        patterns.apply(gm.graph)
+    _fold_constants(gm)
+    gm.recompile()
+    return gm, inputs
+
+
+def _fold_constants(gm: torch.fx.GraphModule) -> None:
+    """Each node that only constants feed becomes a constant, as freezing's ``constant_fold`` makes it."""
+    for node in list(gm.graph.nodes):
+        args = node.all_input_nodes
+        if node.op != "call_function" or not args or any(a.op != "get_attr" for a in args):
+            continue
+        value = node.target(*torch.fx.node.map_arg(node.args, lambda a: getattr(gm, a.target)),
+                            **torch.fx.node.map_arg(node.kwargs, lambda a: getattr(gm, a.target)))
+        if not isinstance(value, torch.Tensor):
+            continue
+        name = f"_probe_constant_{node.name}"
+        gm.register_buffer(name, value)
+        with gm.graph.inserting_before(node):
+            attr = gm.graph.get_attr(name)
+        attr.meta = {**node.meta, "val": value}
+        node.replace_all_uses_with(attr)
+        gm.graph.erase_node(node)
+    gm.graph.eliminate_dead_code()
+
+
+def _combined(scheduler, plain: Launches) -> Launches | None:
+    """The launches with combo kernels on: what ``Scheduler.codegen`` does to the fused nodes first
+    (``merge_loops``, then ``create_combo_kernel_nodes``: nodes of one topological level, at most
+    ``combo_kernel_max_num_nodes`` of them, never extern/template/grouped/mix-order nodes), and each
+    combo node as the launches its code generation makes: one per partition that
+    ``ComboKernel.horizontal_partition`` cuts it into (by tiling dims, long reductions, large
+    pointwise, argument count). None when this torch lacks a step (the caller then leaves combo off)."""
+    from torch._inductor import scheduler as sched_module
+
+    combo_node = getattr(sched_module, "ForeachKernelSchedulerNode", None)
+    if combo_node is None or not hasattr(scheduler, "create_combo_kernel_nodes"):
+        return None
+    before = set(scheduler.nodes)
+    try:
+        # (``combo_kernels`` itself only gates this step in codegen: it is not set here, so the
+        # user's setting stays unset, as ``torch_compat.inductor_config_set_by_user`` reads it)
+        if hasattr(scheduler, "merge_loops"):
+            scheduler.merge_loops()
+        scheduler.create_combo_kernel_nodes(num_ck_nodes=None)
+        combos = {n: _combo_partitions(scheduler, n) for n in scheduler.nodes
+                  if n not in before and isinstance(n, combo_node)}
+    except Exception:  # a torch whose combo kernels we cannot read: counted as not combining
+        return None
+    counted = _launches(scheduler.nodes, combos)
+    return dataclasses.replace(counted, bytes=plain.bytes)  # grouping launches moves no other byte
+
+
+class _Partitioned(Exception):
+    """Carries a combo node's partitions out of its code generation, before any code is made."""
+
+    def __init__(self, partitions: list):
+        super().__init__("partitioned")
+        self.partitions = partitions
+
+
+def _combo_partitions(scheduler, node) -> int:
+    """How many kernels the combo node's code generation launches: its partitions, as Inductor's
+    own ``codegen_combo_kernel`` cuts them (stopped right after, so no Triton is needed)."""
+    from torch._inductor.codegen import triton_combo_kernel
+
+    combo_kernel = triton_combo_kernel.ComboKernel
+    partition = combo_kernel.horizontal_partition
+
+    def record(*args, **kwargs):
+        raise _Partitioned(partition(*args, **kwargs))
+
+    with mock.patch.object(combo_kernel, "horizontal_partition", staticmethod(record)):
+        try:
+            scheduler.get_backend(node.get_device()).codegen_combo_kernel(node)
+        except _Partitioned as found:
+            return sum(1 for p in found.partitions if p)
+    raise ProbeError("a combo kernel's code generation never partitioned it")
+
+
+def _launches(nodes: list, combos: dict | None = None) -> Launches:
+    """Launches of the scheduler's nodes after fusion, as the wrapper code will make them;
+    ``combos``: combo kernel nodes and the kernels each launches."""
     from torch._inductor import scheduler
 
     mixed = getattr(scheduler, "FusedMixOrderReductions", ())
@@ -361,7 +485,7 @@ def _launches(nodes: list) -> Launches:
     generated = extern = 0
     described = []
     for node in nodes:
-        g, e = _node_launches(node, finished)
+        g, e = (combos[node], 0) if combos and node in combos else _node_launches(node, finished)
         generated, extern = generated + g, extern + e
         if g or e:
             described.append(f"{g}+{e} {_origins(node)}")

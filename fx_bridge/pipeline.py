@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -65,6 +66,10 @@ VERIFY_SECONDS_PER_NODE = 0.007
 VERIFY_PARTIALS = 4
 VERIFY_SHARE = 0.5
 
+# Inductor's combo kernels in the compile the graph being optimized goes to: True/False, or "decide"
+# (``optimize``'s ``combo``); read where Inductor decides, set for one ``optimize`` call.
+_COMBO: contextvars.ContextVar[bool | str] = contextvars.ContextVar("eqsat_combo_kernels", default=False)
+
 # Cutting a graph into regions (``split_module``) and inlining them back take about this long per node
 # (this 2-core box: 3.5 s for the 16k nodes of an 8,192-piece split-cat); a budget that cannot pay for
 # it optimizes the graph whole, where the clock stops lowering or building and the input is kept.
@@ -84,7 +89,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              options: Options | dict | None = None,
              user_outputs: int | None = None, frozen_params: bool = False,
              train_step: bool = False, copied_back: int = 0,
-             allowance: Allowance | None = None) -> tuple[torch.fx.GraphModule, Report]:
+             allowance: Allowance | None = None, combo: bool | str = "config") -> tuple[torch.fx.GraphModule, Report]:
     """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
     which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``;
@@ -93,16 +98,23 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     ``frozen_params``: the compiler after us folds parameters into constants (Inductor's
     ``freezing``), so a cat of weights is priced as free. ``train_step``: a backward will be derived
     from this graph (pre-grad, grad enabled), so it is priced too (``CostModel.train_step``). Both
-    are facts of the compile: they are switched on in the default and in a user's cost model alike."""
+    are facts of the compile: they are switched on in the default and in a user's cost model alike.
+    ``combo``: Inductor's combo kernels in the compile after us: True/False, "config" (Inductor's
+    config as it is now: a post-grad pass runs inside that compile), or "decide" (Inductor's count
+    decides them with the program: ``Report.combo_kernels``); the cost model prices them unless off
+    (``CostModel.combo_kernels``: they nearly always go on where Inductor decides)."""
     opts = options if isinstance(options, Options) else Options.of(options)
     base = opts.cost or CostModel.for_device(device_of(example_inputs))
+    combo = torch_compat.inductor_config_value("combo_kernels") if combo == "config" else combo
     cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
-                               train_step=base.train_step or train_step)
+                               train_step=base.train_step or train_step,
+                               combo_kernels=base.combo_kernels or combo in (True, "decide"))
     if cost != opts.cost:
         opts = dataclasses.replace(opts, cost=cost)
     if not cost.batch_pointwise:
         opts = dataclasses.replace(opts, disabled=(*opts.disabled, *POINTWISE_BATCHES))
     report = Report(graph_nodes=len(gm.graph.nodes))
+    setting = _COMBO.set(combo)
     with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
         report.budget_seconds = deadline.seconds
         try:
@@ -111,6 +123,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                 torch_compat.keep_dynamo_identity(gm, new_gm)
             return new_gm, report
         finally:
+            _COMBO.reset(setting)
             report.peak_rss_mb = _peak_rss_mb()
             if deadline.hit:
                 report.stop_reason = f"time budget ({deadline.hit})"
@@ -298,17 +311,20 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
             return False
         ours, base = measured.get("optimized"), measured.get(verify.INPUT)
         Launches = inductor_probe.Launches
-        lost = not isinstance(ours, Launches) or (isinstance(base, Launches) and ours.key >= base.key)
+        lost = not isinstance(ours, Launches) or (isinstance(base, Launches)
+                                                  and verify.best_key(ours, combo) >= verify.best_key(base, combo))
         spent = time.perf_counter() - start
         return lost or spent <= VERIFY_SHARE * (before + spent)
 
+    combo = None if _COMBO.get() == "decide" else bool(_COMBO.get())
     with _phase(report, "verify"):
         between = {a.name: a for a in (alternatives(VERIFY_PARTIALS) if alternatives else [])}
         choice = verify.choose([(verify.INPUT, original), ("optimized", optimized),
                                 *((name, a.make) for name, a in between.items())],
-                               lambda g: inductor_probe.count_launches(g, example_inputs, "cuda", dialect, frozen),
-                               keep_going)
-    report.inductor_launches = {name: m if isinstance(m, str) else m.total for name, m in choice.measured.items()}
+                               lambda g: _count(g, example_inputs, dialect, frozen, combo), keep_going, combo)
+    report.inductor_launches = {name: m if isinstance(m, str) else (m.combined if combo else m).total
+                                for name, m in choice.measured.items()}
+    record_combo(report, choice, combo)
     report.inductor_launches.update({name: f"same as {other}" for name, other in choice.same_as.items()})
     report.inductor_launches.update({name: "not measured: seconds= or the share of compile time for measuring ran out"
                                      for name in choice.not_measured})
@@ -324,6 +340,24 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
         report.cost_after, report.kernels_after = chosen.price()
         report.alias_copies = chosen.alias_copies
     return choice.gm
+
+
+def _count(gm, example_inputs, dialect: str, frozen: bool, combo: bool | None) -> inductor_probe.Launches:
+    """Inductor's count of ``gm``, with combo kernels too unless they are off."""
+    launches = inductor_probe.count_launches(gm, example_inputs, "cuda", dialect, frozen, combo=combo is not False)
+    if combo and launches.combined is None:
+        raise inductor_probe.ProbeError("combo kernels are on but this torch's cannot be counted")
+    return launches
+
+
+def record_combo(report: Report, choice: verify.Choice, combo: bool | None) -> None:
+    """Whether the compile uses combo kernels, and the chosen program's launches without and with
+    them (``Report.combo_kernels``, ``Report.combo_launches``)."""
+    counted = choice.measured.get(choice.name)
+    if isinstance(counted, inductor_probe.Launches) and counted.combined is not None:
+        report.combo_launches = {"without": counted.total, "with": counted.combined.total}
+    if combo is not None or isinstance(counted, inductor_probe.Launches):  # else left for the backend
+        report.combo_kernels = choice.combo if combo is None else combo
 
 
 @dataclass

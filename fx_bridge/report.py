@@ -34,6 +34,10 @@ class Report:
     #                                          ("input", "optimized", the programs between: "no <family>",
     #                                          "put back <k>: <rules>"), or why it was not counted
     inductor_winner: str = ""                # the candidate Inductor's count chose ("" when none was measured)
+    combo_kernels: bool | None = None        # Inductor's combo kernels in this graph's compile: chosen by
+    #                                          Inductor's count, or the user's setting (None: not known)
+    combo_launches: dict[str, int] = field(default_factory=dict)  # the program handed on: Inductor's
+    #                                          launches "without" and "with" combo kernels
     notes: list[str] = field(default_factory=list)  # decisions worth knowing (kept input: why)
     cache: str = ""                          # "hit" (from the persistent cache), "miss" (computed, stored)
     #                                          or "off" (fx_bridge.cache); "" when the cache was not asked
@@ -62,6 +66,9 @@ class Report:
         counted = ", ".join(f"{k} {v}" for k, v in self.inductor_launches.items())
         won = f" → {self.inductor_winner}" if self.inductor_winner else ""
         measured = f"; Inductor counts {counted}{won}" if counted else ""
+        if self.combo_launches:
+            measured += (f"; combo kernels {'on' if self.combo_kernels else 'off'} ({self.combo_launches['without']} "
+                         f"launches without, {self.combo_launches['with']} with)")
         return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
                 f"rules fired: {fired}; used: {used}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
                 f"{self.kernels_before} → {self.kernels_after} ({self.extractor}){measured}; "

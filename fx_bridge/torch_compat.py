@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from typing import Any, Callable, Sequence
 
 import torch
@@ -462,6 +463,24 @@ def inductor_config_names() -> frozenset[str]:
     return frozenset(inductor_config.get_config_copy())
 
 
+def inductor_config_value(name: str) -> Any:
+    """Inductor's config value ``name`` as it is now (the user's patches included)."""
+    import torch._inductor.config as inductor_config
+
+    return getattr(inductor_config, name)
+
+
+def inductor_config_changed(name: str) -> bool:
+    """Whether Inductor's ``name`` differs from its default now (a user's ``config.patch``, an
+    assignment, its environment variable). A value equal to the default cannot be told from it:
+    every ``config.patch`` (``compile_fx``'s ``config_patches`` too) restores the value before it by
+    setting it, so "set by the user" is not kept apart from "put back" (torch 2.11-2.14)."""
+    import torch._inductor.config as inductor_config
+
+    entry = getattr(inductor_config, "_config", {}).get(name)
+    return entry is not None and getattr(inductor_config, name) != entry.default
+
+
 def has_plain_codegen(graph: torch.fx.Graph) -> bool:
     """The graph's code takes and returns flat values (no pytree in/out spec a rebuilt graph would lose)."""
     return type(graph._codegen) is torch.fx.graph.CodeGen
@@ -473,3 +492,26 @@ def compile_cache_counters() -> dict[str, int]:
 
     return {k: v for group in ("inductor", "aot_autograd") for k, v in counters[group].items()
             if k.startswith(("fxgraph_cache", "autograd_cache"))}
+
+
+@contextlib.contextmanager
+def inductor_counts_bytes():
+    """Inductor adds each compiled graph's bytes read and written (its ``count_bytes`` estimate) to
+    ``torch._inductor.metrics.num_bytes_accessed`` only while its ``inductor_metrics`` artifact log is
+    at INFO: that log on (its records not shown) for the block."""
+    import logging
+
+    from torch._inductor import compile_fx as cfx
+
+    log = cfx.inductor_metrics_log
+    level, propagate = log.level, log.propagate
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    handler = logging.NullHandler()
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate

@@ -9,6 +9,12 @@ than Inductor alone would. Candidates after the optimizer's own (programs with s
 put back, ``eqsat.partial``) may be given as functions that make them: they are made and measured
 only while ``keep_going`` says the time spent measuring is still worth it. Pure decision logic:
 the measuring is passed in.
+
+Inductor's combo kernels (``combo_kernels``) group independent pointwise and reduction kernels into
+one launch, at code generation. ``combo=None`` decides them too: each candidate is counted with them
+off and on (``Launches.combined``, the same lowering) and the pair with the fewest launches wins; a
+tie keeps them off, the default, for the same reason. ``combo=True``/``False``: the compile's setting
+is fixed (the user's), and each candidate is counted as it will be compiled.
 """
 from __future__ import annotations
 
@@ -34,15 +40,41 @@ class Choice:
     same_as: dict[str, str] = field(default_factory=dict)
     not_measured: tuple[str, ...] = ()
     note: str = ""
+    combo: bool = False  # the winner is compiled with combo kernels on
+
+    @property
+    def launches(self) -> Launches | None:
+        """The winner's launches as it will be compiled (with combo kernels when ``combo``)."""
+        found = self.measured.get(self.name)
+        if found is None or isinstance(found, str):
+            return None
+        return found.combined if self.combo else found
 
     @property
     def same_as_input(self) -> tuple[str, ...]:
         return tuple(name for name, other in self.same_as.items() if other == INPUT)
 
 
+def settings(launches: Launches, combo: bool | None) -> list[tuple[bool, Launches]]:
+    """(combo kernels on, the launches then) a candidate can be compiled with: the fixed setting,
+    or with ``combo=None`` off then on (when its combined count is known)."""
+    if combo is None:
+        return [(False, launches)] + ([(True, launches.combined)] if launches.combined is not None else [])
+    if combo and launches.combined is None:
+        raise ValueError("combo kernels are on but the launches with them were not counted")
+    return [(True, launches.combined)] if combo else [(False, launches)]
+
+
+def best_key(launches: Launches, combo: bool | None) -> tuple[int, int]:
+    """The candidate's order of preference under ``combo`` (its best setting)."""
+    return min(counted.key for _, counted in settings(launches, combo))
+
+
 def choose(candidates: Sequence[tuple[str, Any]], measure: Callable[[Any], Launches],
-           keep_going: Callable[[dict[str, Launches | str]], bool] = lambda measured: True) -> Choice:
-    """The candidate with the fewest launches (ties: fewest bytes, then the earlier candidate).
+           keep_going: Callable[[dict[str, Launches | str]], bool] = lambda measured: True,
+           combo: bool | None = False) -> Choice:
+    """The candidate with the fewest launches (ties: fewest bytes, then the earlier candidate), and
+    with ``combo=None`` whether combo kernels go on with it (ties: off).
 
     ``candidates[0]`` is the input program, named "input"; ``candidates[1]``, when present, is the
     optimizer's choice, kept if the input cannot be measured (nothing then says it is worse). Later
@@ -89,16 +121,24 @@ def choose(candidates: Sequence[tuple[str, Any]], measure: Callable[[Any], Launc
         name, gm = candidates[1]
         return Choice(name, gm, measured, same_as, tuple(left_out),
                       f"kept the optimizer's choice {name!r}: the input program could not be measured ({base})")
-    best_name, best = INPUT, base
+    best_name, (best_combo, best), base_counted = INPUT, settings(base, combo)[0], settings(base, combo)[0][1]
     for name, launches in measured.items():
-        if not isinstance(launches, str) and launches.key < best.key:
-            best_name, best = name, launches
-    return Choice(best_name, gms[best_name], measured, same_as, tuple(left_out), _why(best_name, best, base))
+        for on, counted in ([] if isinstance(launches, str) else settings(launches, combo)):
+            if counted.key < best.key:
+                best_name, best_combo, best = name, on, counted
+    why = _why(best_name, best, base_counted) + (_combo_why(measured[best_name]) if combo is None else "")
+    return Choice(best_name, gms[best_name], measured, same_as, tuple(left_out), why, best_combo)
 
 
 def _maker(candidate: Any) -> bool:
     """A function that makes the candidate (a GraphModule is callable too, but has code)."""
     return callable(candidate) and not hasattr(candidate, "code")
+
+
+def _combo_why(launches: Launches) -> str:
+    if launches.combined is None:
+        return "; combo kernels off: their launches could not be counted"
+    return f"; combo kernels: {launches.total} launches without, {launches.combined.total} with"
 
 
 def _why(name: str, best: Launches, base: Launches) -> str:

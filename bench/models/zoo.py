@@ -91,6 +91,28 @@ def _decoder(width, layers, seq, grouped: bool = False, **extra):
                 max_position_embeddings=2 * seq, **extra)
 
 
+def _gemma2(width, layers, seq):
+    """Gemma-2: Llama's keys plus an explicit head width (its default is 256, whatever the hidden
+    width), grouped-query attention, sliding-window layers alternating with global ones."""
+    return _decoder(width, layers, seq, grouped=True, head_dim=width // _heads(width), sliding_window=seq // 2)
+
+
+def _gpt_neox(width, layers, seq):
+    return dict(hidden_size=width, num_hidden_layers=layers, num_attention_heads=_heads(width),
+                intermediate_size=4 * width, max_position_embeddings=2 * seq)
+
+
+def _opt(width, layers, seq):
+    return dict(hidden_size=width, num_hidden_layers=layers, num_attention_heads=_heads(width), ffn_dim=4 * width,
+                word_embed_proj_dim=width, max_position_embeddings=2 * seq)
+
+
+def _qwen3_moe(width, layers, seq):
+    """Qwen3-MoE: 8 experts, 2 per token, every layer sparse, experts a quarter of the dense width."""
+    return _decoder(width, layers, seq, grouped=True, head_dim=width // _heads(width), num_experts=8,
+                    num_experts_per_tok=2, moe_intermediate_size=_swiglu(width) // 4, decoder_sparse_step=1)
+
+
 ENCODER_DECODER = ("input_ids", "decoder_input_ids")
 # name: (transformers class prefix, config keys, input names)
 ARCHS = {
@@ -103,6 +125,10 @@ ARCHS = {
                 ("input_ids",)),
     "phi3": ("Phi3", _decoder, ("input_ids",)),
     "bart": ("Bart", _bart, ENCODER_DECODER),
+    "gemma2": ("Gemma2", _gemma2, ("input_ids",)),
+    "gpt_neox": ("GPTNeoX", _gpt_neox, ("input_ids",)),
+    "opt": ("OPT", _opt, ("input_ids",)),
+    "qwen3_moe": ("Qwen3Moe", _qwen3_moe, ("input_ids",)),
 }
 # BERT's pooler is off the path to last_hidden_state: its weights would get no gradient
 MODEL_KWARGS = {"bert": {"add_pooling_layer": False}}
@@ -122,7 +148,7 @@ def build_transformer(arch: str, size: str | int = "small", device="cpu", dtype=
         use_cache=False, attn_implementation=_attention(model_cls))
     model = LastHidden(model_cls(cfg, **MODEL_KWARGS.get(arch, {})), *input_names)
     model.source = f"transformers {transformers.__version__} {model_cls.__name__}, attention {cfg._attn_implementation}"
-    if "num_local_experts" in config_keys:  # 5.x runs the experts as grouped_mm by default, 4.52 loops over them
+    if "num_local_experts" in config_keys or "num_experts" in config_keys:  # 5.x runs the experts as grouped_mm by default, 4.52 loops over them
         model.source += f", experts {getattr(cfg, '_experts_implementation', None) or 'loop'}"
     ids = tuple(torch.randint(0, VOCAB, (BATCH, seq), generator=gen).to(device) for _ in input_names)
     return finish(model, ids, device, dtype)
@@ -184,5 +210,24 @@ def build_resnet18(size: str | int = "small", device="cpu", dtype=torch.float32)
     return finish(model, (randn(gen, BATCH, 3, image, image, device=device, dtype=dtype),), device, dtype)
 
 
+# timm's smallest of each family: (timm name, the stages kept for "tiny")
+TIMM = {"convnext": "convnext_atto", "mobilenetv3": "mobilenetv3_small_100"}
+
+
+def build_timm(name: str, size: str | int = "small", device="cpu", dtype=torch.float32):
+    """A timm classifier with random weights (``TIMM``): ConvNeXt (depthwise 7×7 convs, LayerNorm,
+    GELU MLPs) and MobileNetV3 (inverted residuals, squeeze-excite, hard-swish). timm only: no stand-in
+    is built where it is missing (the run skips the model)."""
+    timm = _optional("timm")
+    if timm is None:
+        raise ModuleNotFoundError(f"timm is not installed: pip install timm (zoo model {name!r})")
+    gen = seeded(42 + list(TIMM).index(name))
+    image = _image(size)
+    model = timm.create_model(TIMM[name], pretrained=False)
+    model.source = f"timm {timm.__version__} {TIMM[name]}"
+    return finish(model, (randn(gen, BATCH, 3, image, image, device=device, dtype=dtype),), device, dtype)
+
+
 MODELS = {**{arch: functools.partial(build_transformer, arch) for arch in ARCHS},
-          "vit": build_vit, "resnet18": build_resnet18}
+          "vit": build_vit, "resnet18": build_resnet18,
+          **{name: functools.partial(build_timm, name) for name in TIMM}}

@@ -455,12 +455,13 @@ def main(argv=None) -> None:
     ap.add_argument("--zoo", action="store_true", help="the zoo's graphs and the programs eqsat chooses for "
                     "them, counted by Inductor's lowering and scheduler (bench.scripts.zoo_calibration)")
     ap.add_argument("--kernels", action="store_true", help="with --zoo: each launch and the ops it was made from")
+    ap.add_argument("--combo", action="store_true", help="with --zoo: Inductor's combo kernels on, priced and counted")
     args = ap.parse_args(argv)
     only = args.only.split(",") if args.only else None
     if args.zoo:
         from bench.scripts import zoo_calibration
 
-        return zoo_calibration.main(args.device, only, args.train, args.kernels)
+        return zoo_calibration.main(args.device, only, args.train, args.kernels, args.combo)
     model = CostModel.for_device(args.device)
     if args.rescore:
         return report(rescore(args.rescore, args.device, model))

@@ -9,13 +9,16 @@ and counts both programs' launches with Inductor's own lowering and scheduler
 predicted vs counted launches for the input and the chosen program; the summary, the median and mean
 |predicted − counted| over the chosen programs (the target: a median of at most 1 launch, H200).
 
-    python -m bench.scripts.calibrate --zoo --device cuda [--only llama,t5] [--train] [--kernels]
+    python -m bench.scripts.calibrate --zoo --device cuda [--only llama,t5] [--train] [--kernels] [--combo]
 
-``--kernels`` lists each launch Inductor makes with the Aten ops it was made from.
+``--kernels`` lists each launch Inductor makes with the Aten ops it was made from. ``--combo``: the compile
+uses Inductor's combo kernels, so the model prices them (``CostModel.combo_kernels``) and Inductor counts
+them (issue 42's target: a median of at most 1 launch with combo kernels on).
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
@@ -57,19 +60,24 @@ class Row:
 
 
 def measure(name: str, gm: torch.fx.GraphModule, inputs: list, dialect: str, options: Options,
-            describe: bool = False, **optimize_args) -> Row:
+            describe: bool = False, combo: bool = False, **optimize_args) -> Row:
     """One graph: eqsat's choice under ``options``, both programs counted by the probe; ``describe``:
     the model's kernel groups of both too (``modelled_launches``)."""
     device = "cuda"  # the GPU model's launches, on the GPU or a fake H200
-    chosen, report = optimize(copy.deepcopy(gm), inputs, options, **optimize_args)
-    counted_input = inductor_probe.count_launches(gm, inputs, device, dialect)
-    counted_chosen = (inductor_probe.count_launches(chosen, inputs, device, dialect)
-                      if report.changed else counted_input)
-    modelled = [modelled_launches(g, inputs, options.cost) if describe else ()
+    chosen, report = optimize(copy.deepcopy(gm), inputs, options, combo=combo, **optimize_args)
+
+    def count(g):
+        counted = inductor_probe.count_launches(g, inputs, device, dialect, combo=combo)
+        return counted.combined if combo else counted
+
+    counted_input = count(gm)
+    counted_chosen = count(chosen) if report.changed else counted_input
+    price = options.cost if not combo else dataclasses.replace(options.cost, combo_kernels=True)
+    modelled = [modelled_launches(g, inputs, price) if describe else ()
                 for g in (gm, chosen if report.changed else None) if g is not None]
     # a compile that fell back before pricing (its time budget, on a loaded machine) reports no
     # prediction: the input as written is priced here, never counted as 0 launches
-    before = report.kernels_before or price_input(gm, inputs, options.cost)[0].before.kernels
+    before = report.kernels_before or price_input(gm, inputs, price)[0].before.kernels
     return Row(name, len(gm.graph.nodes), before, counted_input.total,
                report.kernels_after if report.changed else before, counted_chosen.total,
                report.changed, counted_input.described, counted_chosen.described, *modelled)
@@ -133,14 +141,14 @@ def _options() -> Options:
     return Options(cost=CostModel.for_device("cuda"), verify=False)
 
 
-def inference_rows(name: str, device: str, describe: bool = False) -> list[Row]:
+def inference_rows(name: str, device: str, describe: bool = False, combo: bool = False) -> list[Row]:
     model, inputs = ZOO[name]("small", device, torch.float32)
     rows: list[Row] = []
     opts = _options()
 
     def backend(gm, example_inputs):
         k = len(rows)
-        rows.append(measure(f"{name}/infer{k or ''}", gm, list(example_inputs), "torch", opts, describe))
+        rows.append(measure(f"{name}/infer{k or ''}", gm, list(example_inputs), "torch", opts, describe, combo))
         return gm.forward
 
     torch_compat.reset_dynamo()
@@ -152,8 +160,8 @@ def inference_rows(name: str, device: str, describe: bool = False) -> list[Row]:
 class _MeasuringPass(torch_compat.CustomGraphPass):
     """A post-grad pass that changes nothing: measures each Aten graph Inductor is about to lower."""
 
-    def __init__(self, name: str, options: Options):
-        self.name, self.options = name, options
+    def __init__(self, name: str, options: Options, combo: bool = False):
+        self.name, self.options, self.combo = name, options, combo
         self.rows: list[Row | Exception] = []
 
     def uuid(self):
@@ -163,16 +171,16 @@ class _MeasuringPass(torch_compat.CustomGraphPass):
         phase = "bwd" if any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes) else "fwd"
         try:
             body, epilogue, inputs = post_grad.functional_body(graph)
-            self.rows.append(measure(f"{self.name}/{phase}", body, inputs, "aten", self.options,
+            self.rows.append(measure(f"{self.name}/{phase}", body, inputs, "aten", self.options, combo=self.combo,
                                      user_outputs=torch_compat.aot_user_outputs(graph),
                                      copied_back=len(epilogue)))
         except Exception as e:  # a graph that cannot be measured is a skipped row, never a failed compile
             self.rows.append(e)
 
 
-def training_rows(name: str, device: str) -> list[Row | Exception]:
+def training_rows(name: str, device: str, combo: bool = False) -> list[Row | Exception]:
     model, inputs = ZOO[name]("small", device, torch.float32)
-    measuring = _MeasuringPass(name, _options())
+    measuring = _MeasuringPass(name, _options(), combo)
     torch_compat.reset_dynamo()
     with inductor_metrics.inductor_config_patch("inductor", post_grad_pass=measuring):
         train_step.loss_of(torch.compile(model.train(), backend="inductor")(
@@ -180,12 +188,12 @@ def training_rows(name: str, device: str) -> list[Row | Exception]:
     return measuring.rows
 
 
-def run(names: list[str] | None, device: str, train: bool, kernels: bool = False) -> list[Row]:
+def run(names: list[str] | None, device: str, train: bool, kernels: bool = False, combo: bool = False) -> list[Row]:
     rows: list[Row] = []
     for name in names or [n for n in ZOO if n not in SKIP_BY_DEFAULT]:
         t0 = time.perf_counter()
         try:
-            got = training_rows(name, device) if train else inference_rows(name, device, kernels)
+            got = training_rows(name, device, combo) if train else inference_rows(name, device, kernels, combo)
         except Exception as e:  # one model that does not build or compile here must not end the run
             print(f"  skip {name}: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
             continue
@@ -227,10 +235,10 @@ def table(rows: list[Row]) -> str:
           f"{r.predicted_chosen} / {r.counted_chosen}{'' if r.changed else ' (input)'}") for r in rows]))
 
 
-def main(device: str, only: list[str] | None, train: bool, kernels: bool = False) -> None:
+def main(device: str, only: list[str] | None, train: bool, kernels: bool = False, combo: bool = False) -> None:
     if not inductor_probe.available("cuda"):
         raise SystemExit("Inductor's CUDA path cannot be probed here (no GPU and no fake H200 for this torch)")
-    rows = run(only, device, train, kernels)
+    rows = run(only, device, train, kernels, combo)
     print()
     print(table(rows))
     print()

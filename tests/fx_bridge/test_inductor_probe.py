@@ -291,3 +291,20 @@ def test_under_freezing_what_only_parameters_feed_launches_nothing():
     assert live.total > folded.total                              # the weight cat is launched when live
     plain = [t.detach() for t in inputs]                          # activations, not parameters: nothing folds
     assert count_launches(gm, plain, dialect="torch", frozen=True) == live
+
+
+def test_under_freezing_inductor_concatenates_linears_of_one_input_itself():
+    """Issue 42 (Llama with freezing: eqsat 27 launches, Inductor 25 on an H100): Inductor's freezing
+    patterns turn 2 or 3 matmuls of one input and constant weights into one matmul of the concatenated
+    weights (after ``freeze``'s CSE of the inputs' views). The probe did not run them, so it counted
+    Inductor alone 3 matmuls (q/k/v) where it makes 1, and eqsat's batched q/k/v looked 2 launches
+    better than the input in every Llama layer."""
+    x = torch.randn(2, 16, 32)
+    wq, wk, wv = (torch.nn.Parameter(torch.randn(32, 32)) for _ in range(3))
+
+    def qkv(x, wq, wk, wv):
+        return F.linear(x, wq).relu(), F.linear(x, wk).sigmoid(), F.linear(x, wv).tanh()
+
+    gm, inputs = dynamo_graph(qkv, x, wq, wk, wv)
+    assert count_launches(gm, inputs, dialect="torch").extern == 3
+    assert count_launches(gm, inputs, dialect="torch", frozen=True).extern == 1

@@ -504,10 +504,11 @@ def _as_close_as_eager(got: torch.Tensor, want: torch.Tensor, exact) -> bool:
 def _grad_tolerance(want: torch.Tensor, ref: float) -> float:
     """In a context that changes precision, how far a gradient may be off eager's: twice what the
     compile without eqsat is off (``ref``; Inductor's fused kernels round otherwise), plus a floor for
-    a rewrite's other summation order in float32 (2**-12 of the largest element: a bfloat16 result
-    where eager's is float32, or the reverse, is off by ~2**-8 of it). Issue 41's module: eqsat 6.4e-4
-    off, Inductor 9.2e-5."""
-    return 2 * ref + 2.0**-12 * want.float().abs().max().item() + 1e-6
+    a rewrite's other summation order: 2**-12 of the largest element for a float32 gradient (a
+    bfloat16 result where eager's is float32, or the reverse, is off by ~2**-8 of it), four ulps for
+    a half-precision one. Issue 41's module: eqsat 6.4e-4 off, Inductor 9.2e-5."""
+    step = max(2.0**-12, 4 * torch.finfo(want.dtype).eps)
+    return 2 * ref + step * want.float().abs().max().item() + 1e-6
 
 
 def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str = "cpu",

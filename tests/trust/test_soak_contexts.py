@@ -98,8 +98,16 @@ def test_an_autocast_region_is_a_with_block_dynamo_records_as_a_user_writes_it()
 
 
 # -- no false alarm: a compile that changes nothing passes every check, in every context ---------------
-def _first(train: bool, pred) -> int:
-    return next(s for s, c, r in _contexts(range(2000), train) if pred(c, r))
+def _first_case(train: bool, pred) -> soak.Case:
+    """The first case whose context ``pred`` accepts, of a float32 program not called under ``no_grad``:
+    AOT's graphs differ from eager in ways of their own there, in any context (gradients of inputs a
+    ``no_grad`` call reads, ``remove_noop_ops``' aliasing of integer slices), which the soak counts apart."""
+    for seed, context, region in _contexts(range(2000), train):
+        if pred(context, region):
+            case = soak.make_case(seed, train)
+            if case.mode != "no_grad" and all(x.dtype == torch.float32 for x in case.inputs):
+                return case
+    raise AssertionError("no such case")
 
 
 CONTEXT_CASES = {
@@ -119,7 +127,7 @@ def test_a_compile_that_changes_nothing_passes_in_each_context(name, backend):
     no mismatch, gradients (inputs' and parameters') equal to eager's, dtypes eager's; the matmul
     precision the case set is put back."""
     train, pred = CONTEXT_CASES[name]
-    case = soak.make_case(_first(train, pred), train)
+    case = _first_case(train, pred)
     result = soak.check(case, backend="eager" if backend == "eager" else soak._plain_backend(False))
     assert result["problems"] == [], result
     assert result["context"] == case.context and case.tight

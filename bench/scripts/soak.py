@@ -12,17 +12,17 @@ layouts. A case runs in one of three modes: inference (grad on, nothing requires
 (the inputs require grad; only fresh clones are written) and ``no_grad`` (the inputs require grad, the
 call runs under ``torch.no_grad()`` with an ``enable_grad`` region).
 
-Each case also draws (issue 41) the context it runs in, from its own stream (``_draw_context``), so the
-program a seed draws is the one it drew before: ambient autocast at call time (CPU bfloat16; CUDA
-float16 or bfloat16), an autocast region inside the function (a ``with torch.autocast(...)`` block,
-maybe with a nested ``enabled=False`` one; programs also draw issue 41's split → linear per piece →
-cat), ``torch.set_float32_matmul_precision`` at compile and call
-time (restored after), and, for a quarter of the training cases, instead of a random graph a
+Each case also draws (issue 41) the context it runs in, from its own stream (``_draw_context``):
+ambient autocast at call time (CPU bfloat16; CUDA float16 or bfloat16), an autocast region inside the
+function (a ``with torch.autocast(...)`` block, maybe with a nested ``enabled=False`` one; programs
+also draw issue 41's split → linear per piece → cat), ``torch.set_float32_matmul_precision`` at
+compile and call time (restored after), and, for a quarter of the training cases, instead of a random graph a
 mixed-precision training step of an ``nn.Module`` (``bench.mpmodules``: ``Linear``/``LayerNorm`` groups
 on split pieces). In a case whose context changes precision, output dtypes must be eager's, and
 gradients (of inputs and parameters) may be off eager's by at most twice what the same compile
 without eqsat is off plus a floor (``_grad_tolerance``), not the loose default. The record's
-``context`` says what was drawn; the summary counts it.
+``context`` says what was drawn; the summary counts it. ``--no-contexts``: a seed's program and run as
+before issue 41 (what the regression tests that name a seed use).
 
 By default a case is compiled by Dynamo with the eqsat pre-grad pass, then AOTAutograd's forward
 (and backward) graphs go through the post-grad pass, mutation epilogue included, and run eagerly
@@ -162,7 +162,8 @@ def _draw_context(seed: int, train: bool, device: str) -> tuple[dict, tuple | No
     return context, region
 
 
-def _module_case(seed: int, rng: random.Random, context: dict, region: tuple | None, device: str) -> Case:
+def _module_case(seed: int, rng: random.Random, context: dict, region: tuple | None, device: str,
+                 redrawn: int) -> Case:
     """A mixed-precision training step of a random ``SplitGroups`` module; its input maybe in a layout."""
     m, inputs = random_module(rng, device, region[1] if region else None)
     layouts = []
@@ -175,7 +176,7 @@ def _module_case(seed: int, rng: random.Random, context: dict, region: tuple | N
                 "autocast_region": (f"{region[0]}:{_dtype_name(region[1])}" if region else None)}
     if m.rotary:  # its enabled=False block
         features["autocast_off"] = True
-    return Case(seed, "train", m, inputs, features, 0, context)
+    return Case(seed, "train", m, inputs, features, redrawn, context)
 
 
 def make_case(seed: int, train: bool, attempts: int = 10, device: str = "cpu", contexts: bool = True) -> Case:
@@ -186,7 +187,7 @@ def make_case(seed: int, train: bool, attempts: int = 10, device: str = "cpu", c
     for attempt in range(attempts):
         rng = random.Random(seed if attempt == 0 else f"{seed}/{attempt}")
         if context.get("module"):
-            case = _module_case(seed, rng, context, region, device)
+            case = _module_case(seed, rng, context, region, device, attempt)
         else:
             mode, dtype, features = _draw(rng, train)
             features.autocast_region, features.autocast_off_inside = region, 0.4

@@ -507,9 +507,12 @@ def _grad_tolerance(want: torch.Tensor, ref: float) -> float:
     compile without eqsat is off (``ref``; Inductor's fused kernels round otherwise), plus a floor for
     a rewrite's other summation order: 2**-12 of the largest element for a float32 gradient (a
     bfloat16 result where eager's is float32, or the reverse, is off by ~2**-8 of it), four ulps for
-    a half-precision one. Issue 41's module: eqsat 6.4e-4 off, Inductor 9.2e-5."""
+    a half-precision one, and ``assert_close``'s float32 atol, 1e-5: float32 rounding in a
+    ``LayerNorm``'s backward scales with the loss, not with this gradient (soak seed 100173t, a float32
+    module: 1.6e-6 off where the largest element is 1e-3). Issue 41's module: eqsat 6.4e-4 off,
+    Inductor 9.2e-5."""
     step = max(2.0**-12, 4 * torch.finfo(want.dtype).eps)
-    return 2 * ref + step * want.float().abs().max().item() + 1e-6
+    return 2 * ref + step * want.float().abs().max().item() + 1e-5
 
 
 def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str = "cpu",

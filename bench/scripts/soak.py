@@ -957,7 +957,7 @@ def main(argv=None) -> int:
         with open(args.summary, "w") as f:
             json.dump({**totals(results), "requested": len(jobs), "interrupted": interrupted,
                        "seconds": round(seconds, 1), "workers": args.workers, "case_timeout": args.case_timeout,
-                       "seed": args.seed, "device": args.device, "inductor": args.inductor, "contexts": args.contexts,
+                       "seed": args.seed, "device": args.device, "inductor": args.inductor, "draws_contexts": args.contexts,
                        "torch": torch.__version__, "command": " ".join(sys.argv), "line": line}, f, indent=1)
     return 1 if interrupted or any(r["problem"] for r in results) else 0
 

@@ -30,11 +30,12 @@ from eqsat.serialized import EGraphView
 from eqsat.sizes import SizeOverflow
 from rules.library import select, shape_rules
 
-from . import inductor_probe, torch_compat, verify
+from . import equivalence, inductor_probe, torch_compat, verify
 from .horizontal import POINTWISE_BATCHES, horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
 from .clusters import optimize_clusters
+from .context import Context, switched_off
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options, device_of
@@ -84,7 +85,8 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              options: Options | dict | None = None,
              user_outputs: int | None = None, frozen_params: bool = False,
              train_step: bool = False, copied_back: int = 0,
-             allowance: Allowance | None = None) -> tuple[torch.fx.GraphModule, Report]:
+             allowance: Allowance | None = None,
+             context: Context | None = None) -> tuple[torch.fx.GraphModule, Report]:
     """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
     which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``;
@@ -93,7 +95,11 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     ``frozen_params``: the compiler after us folds parameters into constants (Inductor's
     ``freezing``), so a cat of weights is priced as free. ``train_step``: a backward will be derived
     from this graph (pre-grad, grad enabled), so it is priced too (``CostModel.train_step``). Both
-    are facts of the compile: they are switched on in the default and in a user's cost model alike."""
+    are facts of the compile: they are switched on in the default and in a user's cost model alike.
+    ``context``: the ambient state the graph means something in (None: captured now, as the
+    pre-grad pass runs where Dynamo guarded it); it switches rules off and the result is checked in
+    it (``fx_bridge.equivalence``) before it is returned."""
+    ctx = context or Context.capture()
     opts = options if isinstance(options, Options) else Options.of(options)
     base = opts.cost or CostModel.for_device(device_of(example_inputs))
     cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
@@ -103,10 +109,17 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     if not cost.batch_pointwise:
         opts = dataclasses.replace(opts, disabled=(*opts.disabled, *POINTWISE_BATCHES))
     report = Report(graph_nodes=len(gm.graph.nodes))
+    report.context_disabled = switched_off(select(opts.families, opts.disabled, opts.extra_rules), ctx,
+                                           {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)})
+    if report.context_disabled:
+        opts = dataclasses.replace(opts, disabled=(*opts.disabled, *report.context_disabled))
     with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
         report.budget_seconds = deadline.seconds
         try:
             new_gm, report = _optimize(gm, example_inputs, opts, report, deadline, Outputs(user_outputs, copied_back))
+            if new_gm is not gm:
+                with _phase(report, "equivalence"):
+                    new_gm = _checked(gm, new_gm, example_inputs, ctx, report, user_outputs)
             if new_gm is not gm:
                 torch_compat.keep_dynamo_identity(gm, new_gm)
             return new_gm, report
@@ -114,6 +127,20 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             report.peak_rss_mb = _peak_rss_mb()
             if deadline.hit:
                 report.stop_reason = f"time budget ({deadline.hit})"
+
+
+def _checked(original, optimized, example_inputs, ctx: Context, report: Report,
+             user_outputs: int | None) -> torch.fx.GraphModule:
+    """``optimized``, or ``original`` when the equivalence check finds a difference a user could see
+    (the report says which: ``refused``)."""
+    aten = any(n.op == "call_function" and torch_compat.is_aten(n.target) for n in original.graph.nodes)
+    problem = equivalence.difference(original, optimized, example_inputs, ctx, user_outputs, layouts=not aten)
+    if problem is None:
+        return optimized
+    log.warning("eqsat: the equivalence check refused the rewritten graph, keeping the original: %s", problem)
+    report.refused, report.changed, report.fallback = problem, False, "validation mismatch"
+    report.skipped = f"validation mismatch: {problem}"
+    return original
 
 
 @dataclass(frozen=True)

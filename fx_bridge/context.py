@@ -17,6 +17,7 @@ that move ops around, or batch n matmuls into one, keep which ops autocast casts
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -102,6 +103,7 @@ def switched_off(rules: Sequence[Any], ctx: Context, devices: Iterable[str]) -> 
     return {r.name: why for r in rules if changes_ops(r)}
 
 
+@functools.lru_cache(maxsize=4096)
 def changes_ops(rule: Any) -> bool:
     """Some clause of ``rule`` computes other ops in its replacement than in its pattern."""
     return any(_computing(_calls(c.facts)) != _computing(_calls(c.actions)) for c in rule.clauses)

@@ -119,7 +119,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             new_gm, report = _optimize(gm, example_inputs, opts, report, deadline, Outputs(user_outputs, copied_back))
             if new_gm is not gm:
                 with _phase(report, "equivalence"):
-                    new_gm = _checked(gm, new_gm, example_inputs, ctx, report, user_outputs)
+                    new_gm = equivalence.checked(gm, new_gm, example_inputs, ctx, report, user_outputs)
             if new_gm is not gm:
                 torch_compat.keep_dynamo_identity(gm, new_gm)
             return new_gm, report
@@ -127,20 +127,6 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             report.peak_rss_mb = _peak_rss_mb()
             if deadline.hit:
                 report.stop_reason = f"time budget ({deadline.hit})"
-
-
-def _checked(original, optimized, example_inputs, ctx: Context, report: Report,
-             user_outputs: int | None) -> torch.fx.GraphModule:
-    """``optimized``, or ``original`` when the equivalence check finds a difference a user could see
-    (the report says which: ``refused``)."""
-    aten = any(n.op == "call_function" and torch_compat.is_aten(n.target) for n in original.graph.nodes)
-    problem = equivalence.difference(original, optimized, example_inputs, ctx, user_outputs, layouts=not aten)
-    if problem is None:
-        return optimized
-    log.warning("eqsat: the equivalence check refused the rewritten graph, keeping the original: %s", problem)
-    report.refused, report.changed, report.fallback = problem, False, "validation mismatch"
-    report.skipped = f"validation mismatch: {problem}"
-    return original
 
 
 @dataclass(frozen=True)

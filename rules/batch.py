@@ -23,6 +23,7 @@ Not provided, and why:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from eqsat import ops
@@ -64,10 +65,10 @@ def _binary_row(name: str, rule: str) -> BatchRule:
                      ("Binary",), match_binary, build_binary, op=name)
 
 
-def _rows() -> list[BatchRule]:
-    """The table; a term reads its rows in this order (the order of its groups)."""
+@lru_cache(maxsize=4)
+def _rows(version: int) -> tuple[BatchRule, ...]:
     named = [op for op in ops.pointwise() if op.batch]
-    return [
+    return (
         BatchRule("batch_linear", "independent linears with equal input/weight/bias shapes and dtypes"
                   " → stack inputs and weights, one bmm (baddbmm with biases), unbind",
                   ("Linear",), match_batch_linear, build_batch_linear, distinct=input_operand),
@@ -92,10 +93,16 @@ def _rows() -> list[BatchRule]:
         *(_binary_row(op.name, op.batch) for op in named if op.ctor == "Binary"),
         BatchRule("batch_binary", "any other pointwise binary op, as batch_add", ("Binary",), match_binary,
                   build_binary),
-    ]
+    )
 
 
-BATCH_TABLE: list[BatchRule] = _rows()
+def batch_table() -> tuple[BatchRule, ...]:
+    """The table, with a row for each pointwise row's ``batch`` (registered ones too); a term reads its
+    rows in this order (the order of its groups)."""
+    return _rows(ops.version())
+
+
+BATCH_TABLE = batch_table()  # the built-in rows
 BATCH_RULES = [Rule(r.name, FAMILY, r.doc, ()) for r in BATCH_TABLE]
 # Left to Inductor in the Aten graphs of a GPU compile: there the pointwise ops still apart are mostly a
 # decomposed layer norm's, which Triton fuses with the norm's reductions; stacked across two norms they

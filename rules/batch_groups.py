@@ -12,37 +12,37 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Hashable, Iterator, Sequence
 
 import networkx as nx
 
 from eqsat.candidates import Candidates
-from eqsat.ops import KEYED_POINTWISE, op_name_of_key
+from eqsat.ops import KEYED_POINTWISE, op_name_of_key, version
 from eqsat.terms import Program, Ref, Term, TList
 
-from .batch import BATCH_TABLE, FAMILY, BatchRule
+from .batch import FAMILY, BatchRule, batch_table
 from .batch_forms import NONE, Build, Ctx, LoweredTerms, refs
 
 
-def _rows_by_term() -> dict[tuple[str, str | None], list[BatchRule]]:
+@lru_cache(maxsize=4)
+def _rows_by_term(ops_version: int) -> dict[tuple[str, str | None], list[BatchRule]]:
     """(constructor, pointwise op or None) → the rows reading such a term, in table order."""
     by: dict[tuple[str, str | None], list[BatchRule]] = defaultdict(list)
-    for row in BATCH_TABLE:
+    for row in batch_table():
         for ctor in row.ctors:
             by[ctor, row.op].append(row)
     return dict(by)
 
 
-_BY_TERM = _rows_by_term()
-
-
 def rows_of(t: Term) -> list[BatchRule]:
     """The rows a term joins: a pointwise op with a row of its own takes only that one."""
+    by_term = _rows_by_term(version())
     if t.ctor in KEYED_POINTWISE:
-        own = _BY_TERM.get((t.ctor, op_name_of_key(t.args[0])))
+        own = by_term.get((t.ctor, op_name_of_key(t.args[0])))
         if own:
             return own
-    return _BY_TERM.get((t.ctor, None), [])
+    return by_term.get((t.ctor, None), [])
 
 
 def term_graph(low: LoweredTerms) -> nx.DiGraph:

@@ -85,3 +85,24 @@ def test_the_mender_speculates_what_the_row_says_is_total():
     assert cls("f.exp()") == FLOAT and cls("i.relu()") == INT
     assert cls("i.exp()") is None  # exp is total on floats only: an int input changes the class
     assert "exp" in ops.total_on("float") and "exp" not in ops.total_on("int")
+
+
+def test_a_registered_row_with_a_batch_rule_is_batched_under_it():
+    from rules.batch_groups import batch_unions
+
+    def three_sinh(x, y, z):
+        return torch.sinh(x), torch.sinh(y), torch.sinh(z)
+
+    assert ops.pointwise_arity("sinh") is None, "sinh became a built-in op: pick another for this test"
+    (row,) = ops.pointwise_rows("Unary", "sinh", ops.Dtype.FLOAT)
+    xs = [torch.randn(4, 6) for _ in range(3)]
+    ops.register(dataclasses.replace(row, batch="batch_sinh"))
+    try:
+        assert batch_unions(lower(torch.fx.symbolic_trace(three_sinh), xs)).counts == {"batch_sinh": 1}
+    finally:
+        ops.unregister("sinh")
+    ops.register(row)
+    try:
+        assert batch_unions(lower(torch.fx.symbolic_trace(three_sinh), xs)).counts == {"batch_unary": 1}
+    finally:
+        ops.unregister("sinh")

@@ -38,7 +38,7 @@ class Options:
     validate: bool = False                    # run original and optimized side by side (every pass)
     mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
     always_raise: bool = False                # rebuild the graph even when nothing is cheaper
-    horizontal: bool = True                   # insert batch-fusion candidates (fx_bridge.horizontal)
+    horizontal: bool = True                   # insert batch-fusion candidates (rules.batch)
     inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
     cost: CostModel | None = None             # None: the calibrated model for the inputs' device
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor

@@ -39,6 +39,7 @@ class EqsatBackend:
         ours, inductor = Options.split(kwargs.get("options"), torch_compat.inductor_config_names())
         if ours:
             opts = Options.of({**_fields(self.options), **ours})
+        Options.check_compile_mode(kwargs.get("mode"))
         inductor = {**torch_compat.inductor_mode_options(kwargs.get("mode")), **inductor}
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's

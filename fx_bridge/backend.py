@@ -107,7 +107,6 @@ def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], op
     try:
         new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,
                                   train_step=train_step, allowance=allowance)
-        log.info("%s", report.summary())
         return new_gm, report
     except Exception as e:  # never break a compile over a graph we cannot improve safely
         return gm, kept_original(e, len(gm.graph.nodes), "")

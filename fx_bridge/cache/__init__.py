@@ -77,7 +77,6 @@ def _hit(payload: bytes, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]
     report.phase_seconds = {"cache": time.perf_counter() - t0}
     report.cache = "hit"
     report.notes.append(f"cache hit: the optimizer's {cold:.3g} s skipped")
-    log.info("%s", report.summary())
     return new_gm, report
 
 

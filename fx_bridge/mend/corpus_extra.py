@@ -1,5 +1,5 @@
-"""The larger corpus: popular transformers==4.52.4 models outside GraphMend's set that break
-under torch.compile (encoder-decoders, mixture-of-experts, vision-language, speech and music),
+"""The larger corpus: popular transformers 5.x models outside GraphMend's set that broke
+under torch.compile on transformers 4.52 (encoder-decoders, mixture-of-experts, vision-language, speech and music),
 from tiny random-init configs. Same contract as `corpus`: a factory returns (model, kwargs).
 """
 

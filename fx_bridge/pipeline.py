@@ -51,7 +51,7 @@ from .validation import ValidationError, validate  # noqa: F401  (ValidationErro
 log = logging.getLogger("eqsat")
 
 
-# The phase-ordering baseline ("greedy" mode) runs one family at a time, in Optimus' order: split-cat
+# The phase-ordering baseline (search="greedy") runs one family at a time, in Optimus' order: split-cat
 # normalisation first, then batch fusion, then the algebra; each family is saturated, extracted and
 # lowered again before the next, so no rewrite can enable one of an earlier family.
 GREEDY_ORDER = ("split_cat", "batch", "algebra")
@@ -153,7 +153,7 @@ class Outputs:
 
 def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
               outputs: Outputs, whole: bool = False) -> tuple[torch.fx.GraphModule, Report]:
-    if not whole and len(gm.graph.nodes) > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back:
+    if not whole and len(gm.graph.nodes) > REGION_NODES and opts.search == "saturate" and not outputs.copied_back:
         return _by_units(gm, example_inputs, opts, report, deadline, outputs)
     if len(gm.graph.nodes) > opts.max_graph_nodes:  # too big to build at once
         raise Unsupported(f"{len(gm.graph.nodes)} nodes > max_graph_nodes={opts.max_graph_nodes}")
@@ -169,7 +169,7 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         report.notes.append("kept the input program: the time budget ran out while lowering")
         return original, report
     present = {r.family for r in rules}
-    families = [None] if opts.mode == "saturate" else (
+    families = [None] if opts.search == "saturate" else (
         [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
     aliasing = alias_signature(gm, None, outputs.user, outputs.copied_back)  # eager's: every round keeps it
     current_gm, current_low = gm, low

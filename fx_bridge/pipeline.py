@@ -36,7 +36,7 @@ from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
 from .clusters import optimize_clusters
 from .functionalize import functionalize_intermediates
-from .lower import Lowered, Unsupported, lower, random_nodes
+from .lower import Lowered, Unsupported, lower, random_nodes, refuse_functorch
 from .options import Options, device_of
 from .regions import REGION_NODES, optimize_regions, windows
 from .raising import raise_graph, refresh_fake_values
@@ -95,6 +95,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     from this graph (pre-grad, grad enabled), so it is priced too (``CostModel.train_step``). Both
     are facts of the compile: they are switched on in the default and in a user's cost model alike."""
     opts = options if isinstance(options, Options) else Options.of(options)
+    refuse_functorch(gm)
     base = opts.cost or CostModel.for_device(device_of(example_inputs))
     cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
                                train_step=base.train_step or train_step)

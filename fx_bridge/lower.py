@@ -55,10 +55,13 @@ FUNCTORCH_MODULES = ("torch._functorch", "torch._C._functorch")
 
 def refuse_functorch(gm: torch.fx.GraphModule) -> None:
     """Raise :class:`Unsupported` naming the first ``torch.func`` transform call in ``gm``."""
-    for n in gm.graph.nodes:
-        if n.op == "call_function" and getattr(n.target, "__module__", "").startswith(FUNCTORCH_MODULES):
-            raise Unsupported(f"torch.func transform inside the graph ({n.name}: {target_label(n)}): "
-                              "its batched or grad-wrapped tensors are not plain tensors")
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    transforms = {t for t in {n.target for n in calls}  # each target once: a pass that must stay cheap
+                  if (getattr(t, "__module__", None) or "").startswith(FUNCTORCH_MODULES)}
+    if transforms:
+        n = next(n for n in calls if n.target in transforms)
+        raise Unsupported(f"torch.func transform inside the graph ({n.name}: {target_label(n)}): "
+                          "its batched or grad-wrapped tensors are not plain tensors")
 
 
 @dataclass

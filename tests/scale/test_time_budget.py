@@ -173,3 +173,20 @@ def test_a_tiny_budget_holds_on_a_mid_size_graph(pieces):
     assert elapsed <= 0.01 * 1.1 + 0.05, (elapsed, report.phase_seconds, report.notes)
     assert new_gm is gm and not report.changed
     assert report.stop_reason.startswith("time budget (") and any(n.startswith("budget: ") for n in report.notes), report
+
+
+def test_the_post_grad_pass_is_skipped_when_copying_its_body_out_does_not_fit():
+    """Taking the body out of an Aten graph and splicing it back cannot stop: with too little of the
+    compile's allowance left the pass keeps the graph as it is, before copying anything."""
+    from eqsat.deadline import Allowance
+    from fx_bridge.post_grad import optimize_graph_in_place
+
+    gm, _ = split_pointwise_cat(2048)
+    before = [n.format_node() for n in gm.graph.nodes]
+    optimize_graph_in_place(split_pointwise_cat(8)[0].graph, Options(), Allowance(0.01))  # first-call set-up
+    allowance = Allowance(0.01)
+    t0 = time.perf_counter()
+    report = optimize_graph_in_place(gm.graph, Options(), allowance)
+    assert time.perf_counter() - t0 <= 0.01 * 1.1 + 0.05
+    assert report.stop_reason == "time budget (splice)" and report.notes[0].startswith("budget: the post-grad pass")
+    assert [n.format_node() for n in gm.graph.nodes] == before and not report.changed

@@ -22,8 +22,30 @@ from .report import Report
 log = logging.getLogger("eqsat")
 
 
+REPORTS_KEPT = 256  # ~75 KB a report: a long-running process keeps at most ~20 MB of them per list
+
+
+class BoundedReports(list):
+    """A list that keeps only its newest ``maxlen`` items: ``append`` drops the oldest beyond it.
+
+    Still a plain ``list`` to its readers (``reports[-1]``, iteration, ``len``, ``+``, ``== []``), so a
+    long-running process that compiles graph after graph does not grow without bound."""
+
+    def __init__(self, maxlen: int = REPORTS_KEPT):
+        super().__init__()
+        self.maxlen = maxlen
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        if len(self) > self.maxlen:
+            del self[:len(self) - self.maxlen]
+
+
 class EqsatBackend:
     """A configured backend; ``reports`` collects one :class:`Report` per graph it saw.
+
+    ``reports`` and ``post_grad_reports`` keep the newest ``REPORTS_KEPT`` (256) reports each
+    (:class:`BoundedReports`); older ones are dropped.
 
     ``torch.compile(m, backend=..., mode=..., options=...)`` reaches it as keyword arguments: ``mode``
     (``reduce-overhead``, ``max-autotune``) and the Inductor names in ``options`` become the inner
@@ -31,8 +53,8 @@ class EqsatBackend:
 
     def __init__(self, **options: Any):
         self.options = Options.of(options)
-        self.reports: list[Report] = []
-        self.post_grad_reports: list[Report] = []  # one per Aten graph (forward, backward) Inductor saw
+        self.reports: list[Report] = BoundedReports()
+        self.post_grad_reports: list[Report] = BoundedReports()  # one per Aten graph (forward, backward) Inductor saw
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         opts = self.options
@@ -137,5 +159,6 @@ def eqsat_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwa
 
 
 def last_reports() -> list[Report]:
-    """Reports of graphs compiled with ``backend="eqsat"`` (the shared default backend)."""
+    """Reports of graphs compiled with ``backend="eqsat"`` (the shared default backend; the newest
+    ``REPORTS_KEPT``)."""
     return _default.reports

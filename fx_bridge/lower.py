@@ -44,6 +44,23 @@ class Unsupported(Exception):
     """The graph is outside what the optimizer can rewrite safely; the reason says why."""
 
 
+# Modules of the calls ``torch.func`` transforms (vmap, grad, jacrev, ...) leave in a Dynamo graph:
+# between them values are batched or grad-wrapped tensors that only exist inside the transform's
+# interpreter, so the graph cannot be run outside it (fake propagation) nor rewritten as plain tensors.
+FUNCTORCH_MODULES = ("torch._functorch", "torch._C._functorch")
+
+
+def refuse_functorch(gm: torch.fx.GraphModule) -> None:
+    """Raise :class:`Unsupported` naming the first ``torch.func`` transform call in ``gm``."""
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    transforms = {t for t in {n.target for n in calls}  # each target once: a pass that must stay cheap
+                  if (getattr(t, "__module__", None) or "").startswith(FUNCTORCH_MODULES)}
+    if transforms:
+        n = next(n for n in calls if n.target in transforms)
+        raise Unsupported(f"torch.func transform inside the graph ({n.name}: {target_label(n)}): "
+                          "its batched or grad-wrapped tensors are not plain tensors")
+
+
 @dataclass
 class TupleVal:
     """A multi-output value: ``piece(i)`` is the Ref of output i (bound lazily)."""

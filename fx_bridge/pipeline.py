@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from eqsat import driver
-from eqsat.budget import Budget
+from eqsat.budget import Budget, price
 from eqsat.cost import CostModel, ProgramCost
 from eqsat.deadline import Allowance, Deadline, OutOfTime
 from eqsat.driver import Built, Extracted, Problem
@@ -39,7 +39,7 @@ from .autocast import drop_noop_autocast
 from .clusters import optimize_clusters
 from .context import Context, switched_off
 from .functionalize import functionalize_intermediates
-from .lower import Lowered, Unsupported, lower, random_nodes
+from .lower import Lowered, Unsupported, lower, random_nodes, refuse_functorch
 from .options import Options, device_of
 from .regions import REGION_NODES, optimize_regions, windows
 from .raising import raise_graph, refresh_fake_values
@@ -111,6 +111,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     it (``fx_bridge.equivalence``) before it is returned."""
     ctx = context or Context.capture()
     opts = options if isinstance(options, Options) else Options.of(options)
+    refuse_functorch(gm)
     base = opts.cost or CostModel.for_device(device_of(example_inputs))
     combo = torch_compat.inductor_config_value("combo_kernels") if combo == "config" else combo
     cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
@@ -159,6 +160,10 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         raise Unsupported(f"{len(gm.graph.nodes)} nodes > max_graph_nodes={opts.max_graph_nodes}")
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     original = gm
+    n = len(gm.graph.nodes)  # lowering's scan and raising cannot stop: priced before they start
+    if not deadline.affords("lower", n, price("raise", n)):
+        report.notes.append(deadline.why_not("lower", n))
+        return original, report
     with _phase(report, "lower"):
         gm = functionalize_intermediates(drop_noop_autocast(gm), example_inputs)
         try:
@@ -210,9 +215,11 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
     one = _region_optimizer(opts, deadline)
     t0 = time.perf_counter()
     try:
+        if not deadline.affords("units", len(gm.graph.nodes)):  # cutting and splicing cannot stop
+            raise OutOfTime(deadline.why_not("units", len(gm.graph.nodes)))
         gm, units, replaced = optimize_clusters(gm, one)
     except Exception as e:  # e.g. a size Dynamo left symbolic: the windows below still run
-        report.notes.append(f"no split/cat units: {type(e).__name__}: {e}")
+        report.notes.append(e.args[0] if isinstance(e, OutOfTime) else f"no split/cat units: {type(e).__name__}: {e}")
         units, replaced = [], 0
     _merge(report, units)
     inside = sum(sum(r.phase_seconds.values()) for r in units)  # "units": cutting and splicing them
@@ -234,8 +241,9 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         _merge(report, [rest])
         report.stop_reason = rest.stop_reason or report.stop_reason
         return gm, report
-    part = windows(gm, REGION_NODES)
-    if (len(set(part.values())) > 1 and deadline.left() > REGION_SECONDS_PER_NODE * len(gm.graph.nodes)
+    fits = deadline.left() > REGION_SECONDS_PER_NODE * len(gm.graph.nodes)  # before windows: it cannot stop
+    part = windows(gm, REGION_NODES) if fits else {}
+    if (fits and len(set(part.values())) > 1
             and not any(n.op == "get_attr" for n in gm.graph.nodes)):  # inlined attributes get new names
         return _by_regions(gm, part, opts, report, deadline)
     if not report.changed and len(gm.graph.nodes) <= opts.max_graph_nodes:
@@ -409,6 +417,9 @@ class Alternative:
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
                example_inputs, aliasing: list, outputs: Outputs, deadline: Deadline) -> Round:
     cost = opts.cost
+    if opts.horizontal and not deadline.affords("horizontal", len(gm.graph.nodes)):  # cannot stop: priced
+        report.notes.append(deadline.why_not("horizontal", len(gm.graph.nodes)))
+        opts = dataclasses.replace(opts, horizontal=False)
     problem = problem_of(low, rules, opts)  # its candidates are found while building (the build phase)
     res = driver.optimize(problem, rules, cost, budget_of(opts), shape_rules(), deadline, report.phase_seconds)
     built, sat, ex = res.built, res.saturation, res.extracted
@@ -420,6 +431,10 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     _record(report, built, ex, rules)
     before, improved = built.before, ex.extraction.improved
     if not improved and (not opts.always_raise or deadline.hit):  # out of time: no raising for nothing
+        return Round(gm, False)
+    if not deadline.affords("raise", len(gm.graph.nodes)):
+        report.notes.append(deadline.why_not("raise", len(gm.graph.nodes)))
+        report.cost_after, report.kernels_after, report.rules_used = before.cost, before.kernels, used_before
         return Round(gm, False)
     with _phase(report, "raise"):
         try:

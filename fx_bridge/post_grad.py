@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch.fx.node import map_arg
 
+from eqsat.budget import price
 from eqsat.deadline import Allowance
 
 from . import artifacts, cache, torch_compat
@@ -83,6 +84,8 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
     ``cached``: through the persistent cache (``fx_bridge.cache``), as the pass Inductor runs does."""
     try:
         artifacts.graph_before("post_grad", graph)
+        if allowance is not None and allowance.left() < price("splice", len(graph.nodes)):
+            return _over_budget(graph, allowance)
         body, epilogue, inputs = functional_body(graph)
         user = torch_compat.aot_user_outputs(graph)
 
@@ -101,6 +104,15 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
     except Exception as e:  # never break a compile over a graph we cannot improve safely
         report = kept_original(e, len(graph.nodes), " post-grad")
     artifacts.graph_after("post_grad", graph, report)
+    return report
+
+
+def _over_budget(graph: torch.fx.Graph, allowance: Allowance) -> Report:
+    """The compile's optimizer time left cannot pay for taking the body out and splicing it back."""
+    n = len(graph.nodes)
+    report = Report(graph_nodes=n, budget_seconds=allowance.left(), stop_reason="time budget (splice)")
+    report.notes.append(f"budget: the post-grad pass on {n} nodes is priced {price('splice', n):.3f} s, "
+                        f"{allowance.left():.3f} s of {allowance.seconds:g} s left; skipped, the graph kept")
     return report
 
 

@@ -146,3 +146,47 @@ def test_a_training_compile_spends_seconds_once_across_its_three_graphs(uncached
         left = r.budget_seconds - r.optimizer_seconds
     assert passes[0].budget_seconds == 30.0
     assert sum(r.optimizer_seconds for r in passes) <= 30.0
+
+
+def test_a_phase_that_cannot_stop_is_priced_before_it_starts():
+    """``Deadline.affords`` prices a phase from its node count (``eqsat.budget.price``), remembers the
+    phase that did not fit and says why in the report's words."""
+    from eqsat.budget import price
+    from eqsat.deadline import Deadline
+
+    deadline = Deadline(1.0)
+    assert deadline.affords("raise", 100) and not deadline.hit
+    assert not deadline.affords("units", int(2.0 / price("units", 1))) and deadline.hit == "units"
+    assert deadline.why_not("units", 10_000).startswith("budget: units of 10000 nodes is priced ")
+
+
+@pytest.mark.parametrize("pieces", [2048, 4096])  # whole (4,098 nodes), and by split/cat units (8,194)
+def test_a_tiny_budget_holds_on_a_mid_size_graph(pieces):
+    """``seconds=0.01`` on thousands of nodes: lowering (and cutting units) cannot stop once started
+    and take far longer, so they are skipped before they start; the promise is seconds + 10 % + 50 ms
+    (it used to take 0.15-0.6 s: the overrun grew with the graph)."""
+    gm, inputs = split_pointwise_cat(pieces)
+    optimize(*split_pointwise_cat(8), {"seconds": 5.0})  # imports and first-call set-up are not the budget's
+    t0 = time.perf_counter()
+    new_gm, report = optimize(gm, inputs, {"seconds": 0.01})
+    elapsed = time.perf_counter() - t0
+    assert elapsed <= 0.01 * 1.1 + 0.05, (elapsed, report.phase_seconds, report.notes)
+    assert new_gm is gm and not report.changed
+    assert report.stop_reason.startswith("time budget (") and any(n.startswith("budget: ") for n in report.notes), report
+
+
+def test_the_post_grad_pass_is_skipped_when_copying_its_body_out_does_not_fit():
+    """Taking the body out of an Aten graph and splicing it back cannot stop: with too little of the
+    compile's allowance left the pass keeps the graph as it is, before copying anything."""
+    from eqsat.deadline import Allowance
+    from fx_bridge.post_grad import optimize_graph_in_place
+
+    gm, _ = split_pointwise_cat(2048)
+    before = [n.format_node() for n in gm.graph.nodes]
+    optimize_graph_in_place(split_pointwise_cat(8)[0].graph, Options(), Allowance(0.01))  # first-call set-up
+    allowance = Allowance(0.01)
+    t0 = time.perf_counter()
+    report = optimize_graph_in_place(gm.graph, Options(), allowance)
+    assert time.perf_counter() - t0 <= 0.01 * 1.1 + 0.05
+    assert report.stop_reason == "time budget (splice)" and report.notes[0].startswith("budget: the post-grad pass")
+    assert [n.format_node() for n in gm.graph.nodes] == before and not report.changed

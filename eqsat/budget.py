@@ -35,7 +35,7 @@ class Budget:
 SECONDS_PER_NODE = {
     "lower": 1.5e-4,     # functionalize + the scan lowering runs before its first deadline check
     "units": 5e-4,
-    "horizontal": 1e-3,  # finding batch-fusion groups and writing their candidates (550 us measured)       # fx_bridge.clusters: cut out, optimize, splice back (the cutting cannot stop)
+    "horizontal": 1e-3,  # finding batch-fusion groups and writing their candidates (550 us measured)       # eqsat_torch.scale.clusters: cut out, optimize, splice back (the cutting cannot stop)
     "load": 5e-5,        # per statement: the bulk loader's rows read and its loading rules run
     "iterate": 1e-4,     # per e-graph row: the first rule iteration (later ones: as the last one took)
     "view": 2e-5,        # per e-graph row: serializing what extraction reads (egraph.Session.view)

@@ -2,21 +2,21 @@
 
 A row says everything the rest of the code needs to know about an op:
 - its egglog constructor and argument sorts (``eqsat.schema`` generates the datatype from the rows),
-- its DSL builder name (``rules.dsl`` generates its signatures from the rows),
+- its DSL builder name (``eqsat_rules.dsl`` generates its signatures from the rows),
 - its shape (``shape``: a function of the constructor's arguments, written with the DSL, that
-  ``rules.shape`` compiles into the analysis rule) and dtype (``dtype``: the facts ``KeepsDtype`` /
+  ``eqsat_rules.shape`` compiles into the analysis rule) and dtype (``dtype``: the facts ``KeepsDtype`` /
   ``KeepsIntDtype`` / ``BoolResult`` of keyed ops, or ``SAME`` as its first tensor operand),
 - its category (what Inductor does with it: the cost model's only input about an op),
-- where slicing commutes with it (``slices``: ``rules.algebra`` derives narrow/split/cat rules),
+- where slicing commutes with it (``slices``: ``eqsat_rules.algebra`` derives narrow/split/cat rules),
 - how lowering reads it: its Torch-IR spellings (``spellings``: function/method names), the Aten-IR
   overloads (``aten_spellings``), and how the FX call's arguments become the term's: declaratively
-  (``call``) or by a named converter of ``fx_bridge.lower`` (``lower``),
+  (``call``) or by a named converter of ``eqsat_torch.lowering.lower`` (``lower``),
 - how raising writes it: the Torch callable (``torch``) and the Aten-IR overload (``aten``),
-- how the rule checker evaluates it: ``call`` again, or a named evaluator of ``rules.checker``
+- how the rule checker evaluates it: ``call`` again, or a named evaluator of ``eqsat_rules.checker``
   (``evaluate``).
 The engine never imports torch: targets are qualified names (``"torch.narrow"``, ``"Tensor.expand"``,
-``"mm.default"``) that ``fx_bridge.targets`` resolves, and the torch-side tables (``fx_bridge.lower``'s
-handlers, ``fx_bridge.aten_spelling``, the checker's evaluators) are derived from the rows there.
+``"mm.default"``) that ``eqsat_torch.lowering.targets`` resolves, and the torch-side tables (``eqsat_torch.lowering.lower``'s
+handlers, ``eqsat_torch.raising.aten_spelling``, the checker's evaluators) are derived from the rows there.
 Adding an op is one row (see ``docs/architecture.md``); ``register`` adds one at runtime.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Arg:
 
 
 # A shape function: (k, *constructor args) → the result's shape, or [(guards, shape), …] cases; ``k``
-# is the DSL (``rules.dsl``, which the engine cannot import): ``lambda k, x, d: k.insert(x.shape, d, 1)``.
+# is the DSL (``eqsat_rules.dsl``, which the engine cannot import): ``lambda k, x, d: k.insert(x.shape, d, 1)``.
 # A tuple-valued op's function also takes the piece index: ``Get(op(args…), i)`` has that shape.
 ShapeFn = Callable[..., Any]
 # Where slicing commutes with an op: (k, *constructor args, d) → [(case, guards, input dim), …]: slicing
@@ -83,7 +83,7 @@ class Op:
     category: Category
     args: tuple[str, ...] = ()
     sort: str = TENSOR
-    dsl: str | None = None                 # rules.dsl builder (ops with their own constructor)
+    dsl: str | None = None                 # eqsat_rules.dsl builder (ops with their own constructor)
     dtype: Dtype | None = None             # pointwise only
     params: tuple[str, ...] = ()           # pointwise: non-tensor parameters in positional order
     torch: str | None = None               # Torch-IR callable raising emits ("Tensor.x": a method)
@@ -91,13 +91,13 @@ class Op:
     spellings: tuple[str, ...] = ()        # more Torch-IR names lowering reads as this op
     aten_spellings: tuple[str, ...] = ()   # Aten-IR overloads lowering reads as this op
     call: tuple[Arg, ...] = ()             # the torch call's arguments in term order (declarative)
-    lower: str | None = None               # else: the fx_bridge.lower converter of its spellings
-    evaluate: str | None = None            # else: the rules.checker evaluator of its constructor
+    lower: str | None = None               # else: the eqsat_torch.lowering.lower converter of its spellings
+    evaluate: str | None = None            # else: the eqsat_rules.checker evaluator of its constructor
     shape: ShapeFn | None = None           # the shape analysis (shared by the rows of a constructor)
-    slices: SlicesFn | None = None         # narrow/split commute with it there (rules.algebra)
+    slices: SlicesFn | None = None         # narrow/split commute with it there (eqsat_rules.algebra)
     concat: bool = False                   # and cat does (its results agree in shape where its inputs do)
     one_dim: bool = False                  # a reduction over one int dim (prod)
-    batch: str | None = None               # pointwise: its own batch rule (rules.batch), else the generic one
+    batch: str | None = None               # pointwise: its own batch rule (eqsat_rules.batch), else the generic one
     defaults: tuple[tuple[str, Any], ...] = ()  # pointwise: (param, default) pairs lowering leaves out of the key
     aliases: tuple[Alias, ...] = ()        # Torch-IR names of the op under another name (``ALIASES``)
     exact_tie: bool = False                # its value or its backward tests values for exact equality
@@ -227,7 +227,7 @@ ALIASED = {
     "atan2": ("arctan2",), "trunc": ("fix",), "sigmoid": ("special_expit", "expit"),
 }
 # Ops whose value (or whose backward's tie mask, ``grad * (x == amax(x)) / count``) tests floats for
-# exact equality (``fx_bridge.inductor_workarounds``).
+# exact equality (``eqsat_torch.inductor.workarounds``).
 TIES = {n: True for n in ("amax", "amin", "maximum", "minimum", "eq", "ne")}
 TOTAL = {**{n: ("float",) for n in "exp log log1p expm1 sqrt rsqrt sigmoid tanh sin cos floor ceil round trunc"
             " reciprocal exp2 log2 erf".split()},
@@ -383,9 +383,9 @@ STRUCTURAL = [
 # whole transformers models (zoo, transformers 5.17) price their embeddings, position ids, masks and
 # rotary tables as the kernels Inductor fuses them into.
 # Lowering's mark on a ``scaled_dot_product_attention`` call CUDA cannot run as one fused kernel
-# (``fx_bridge.attention.cuda_fuses``: a mask or head laid out with a last-dim stride other than 1): the
+# (``eqsat_torch.lowering.attention.cuda_fuses``: a mask or head laid out with a last-dim stride other than 1): the
 # GPU model plans it as its math decomposition (``eqsat.fusion``), the C++ one as one extern call.
-SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (fx_bridge.lower)
+SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (eqsat_torch.lowering.lower)
 DECOMPOSED_ATTENTION = ":decomposed_on_cuda"
 TORCH_IR_KINDS: dict[str, str] = {
     SDPA_NAME + DECOMPOSED_ATTENTION: "attention",

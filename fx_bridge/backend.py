@@ -13,11 +13,12 @@ import torch
 
 from eqsat.deadline import Allowance
 
-from . import artifacts, cache, compose, inductor_workarounds, torch_compat
-from .fallback import kept_original
-from .options import Options, device_of
-from .post_grad import EqsatPostGradPass
-from .report import Report
+from eqsat_torch import artifacts, cache
+from eqsat_torch.inductor import compose, workarounds, compat
+from eqsat_torch.safety.fallback import kept_original
+from eqsat_torch.options import Options, device_of
+from eqsat_torch.inductor.post_grad import EqsatPostGradPass
+from eqsat_torch.report import Report
 
 log = logging.getLogger("eqsat")
 
@@ -58,12 +59,12 @@ class EqsatBackend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         opts = self.options
-        ours, inductor = Options.split(kwargs.get("options"), torch_compat.inductor_config_names())
+        ours, inductor = Options.split(kwargs.get("options"), compat.inductor_config_names())
         if ours:
             opts = Options.of({**_fields(self.options), **ours})
         Options.check_compile_mode(kwargs.get("mode"))
-        inductor = {**torch_compat.inductor_mode_options(kwargs.get("mode")), **inductor}
-        frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
+        inductor = {**compat.inductor_mode_options(kwargs.get("mode")), **inductor}
+        frozen = opts.inner == "inductor" and compat.inductor_freezes_params(inductor)
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
         trains = _trains(gm, example_inputs)
         combo = compose.setting(opts, inductor, example_inputs)
@@ -97,13 +98,13 @@ class EqsatBackend:
     def _inner(self, opts: Options, allowance: Allowance, inductor: dict,
                gm: torch.fx.GraphModule) -> Callable:
         """The compiler ``gm`` goes to, with the user's Inductor config and the workarounds ``gm``
-        needs (``inductor_workarounds``); Inductor runs our post-grad pass unless it is off."""
+        needs (``workarounds``); Inductor runs our post-grad pass unless it is off."""
         if opts.inner != "inductor":
             return _eager
         make_pass = (lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports,
                                                     allowance=allowance)) if opts.post_grad else None
-        config = inductor_workarounds.config_for(gm, inductor)
-        return torch_compat.compile_fx_with_post_grad_pass(make_pass, config)
+        config = workarounds.config_for(gm, inductor)
+        return compat.compile_fx_with_post_grad_pass(make_pass, config)
 
 
 def _eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
@@ -135,7 +136,7 @@ def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], op
                      allowance: Allowance | None = None,
                      combo: bool | str = "config") -> tuple[torch.fx.GraphModule, Report]:
     """``optimize``, or the original graph and a report saying why it was kept."""
-    from .pipeline import optimize  # the optimizer's imports (egglog, ~1 s) only when it runs: not on a cache hit
+    from eqsat_torch.pipeline import optimize  # the optimizer's imports (egglog, ~1 s) only when it runs: not on a cache hit
 
     try:
         new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,

@@ -18,9 +18,9 @@ import torch
 
 from eqsat import ops
 
-from . import dsl
-from .derived import DERIVED
-from .patterns import term_vars
+from eqsat_rules import dsl
+from eqsat_rules.derived import DERIVED
+from eqsat_rules.patterns import term_vars
 
 UNARY_KEYS = ("relu", "exp", "neg", "sigmoid", "tanh", "abs")
 BINARY_KEYS = ("add", "mul", "sub", "maximum")

@@ -6,7 +6,7 @@
 Each case compiles ``pipeline_scale``'s ``TwoStage`` (split → pointwise → cat, twice) of ``pieces``
 pieces through ``torch.compile(backend=eqsat_backend(seconds=..., cache=False))`` and runs it once
 (inference: Dynamo's graph, then AOT's forward graph in the post-grad pass). The optimizer's time is
-the wall clock of our two passes as a user pays it: the pre-grad pass (``fx_bridge.cache.optimized``
+the wall clock of our two passes as a user pays it: the pre-grad pass (``eqsat_torch.cache.optimized``
 around ``optimize``) and the whole post-grad pass (``EqsatPostGradPass.__call__``: taking the body
 out, optimizing, splicing it back), Inductor's own work excluded. The table says pass or FAIL.
 """
@@ -49,10 +49,12 @@ def promise(seconds: float) -> float:
 
 def one_case(pieces: int, seconds: float, inner: str = "inductor", rows: int = 64) -> dict:
     from bench.scripts.pipeline_scale import TwoStage
-    from fx_bridge import cache, eqsat_backend, inductor_metrics, torch_compat
-    from fx_bridge.post_grad import EqsatPostGradPass
+    from eqsat_torch import cache, eqsat_backend
+    from bench import inductor_metrics
+    from eqsat_torch.inductor import compat
+    from eqsat_torch.inductor.post_grad import EqsatPostGradPass
 
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     clock = OptimizerClock()
     saved = cache.optimized, EqsatPostGradPass.__call__
     cache.optimized, EqsatPostGradPass.__call__ = clock.wrap(saved[0]), clock.wrap(saved[1])

@@ -1,8 +1,8 @@
 """A long-running process compiles graph after graph: the backend keeps only the newest reports."""
 import torch
 
-from fx_bridge import eqsat_backend
-from fx_bridge.backend import REPORTS_KEPT, BoundedReports
+from eqsat_torch import eqsat_backend
+from eqsat_torch.backend import REPORTS_KEPT, BoundedReports
 
 
 def test_bounded_reports_keep_the_newest_and_stay_list_like():

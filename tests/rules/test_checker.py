@@ -1,9 +1,22 @@
 """The checker: every built-in DSL rule is sound on random instances; unsound rules are caught."""
 import pytest
 
-from rules.checker import UnsoundRule, assert_sound, check
-from rules.dsl import binary, cat, ints, ivec, narrow, opkey, pieces, relu, rewrite, split, stack, tensor
-from rules.library import builtin_dsl_rules
+from eqsat_rules.checker import UnsoundRule, assert_sound, check
+from eqsat_rules.dsl import (
+    binary,
+    cat,
+    ints,
+    ivec,
+    narrow,
+    opkey,
+    pieces,
+    relu,
+    rewrite,
+    split,
+    stack,
+    tensor,
+)
+from eqsat_rules.library import builtin_dsl_rules
 
 x, y = tensor("x"), tensor("y")
 d, e, a, m, n = ints("d e a m n")
@@ -56,8 +69,8 @@ def test_a_guard_no_small_instance_meets_is_solved_for():
 
 
 def test_a_rule_the_checker_cannot_test_is_refused_at_the_backend():
-    from fx_bridge.backend import eqsat_backend
-    from rules.compile import RuleError
+    from eqsat_torch.backend import eqsat_backend
+    from eqsat_rules.compile import RuleError
 
     for rule, words in ((BIG_ID, "values differ"), (NEVER, "no instance")):
         with pytest.raises(RuleError) as info:
@@ -71,7 +84,7 @@ def test_a_rule_the_checker_cannot_test_is_refused_at_the_backend():
 def test_a_guard_that_admits_one_size_is_not_taken_as_checked():
     """``x.shape[0] == x.shape[1] + 3`` meets only (4, 1) among dims 1-4, where this rule happens to
     hold; it is wrong at (5, 2). The checker searches wider for distinct admitted sizes, and finds it."""
-    from rules.dsl import permute, reshape
+    from eqsat_rules.dsl import permute, reshape
 
     lucky = rewrite("permute_as_reshape", permute(x, [1, 0]), reshape(x, [x.shape[1], x.shape[0]]),
                     when=[x.shape[0] == x.shape[1] + 3])

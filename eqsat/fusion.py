@@ -1,5 +1,9 @@
 """Predict the kernels Inductor generates for one chosen program, and the bytes they move.
 
+Here is the planner (lowering: which nodes are kernels, and what each reads and writes); the kernel
+vocabulary is ``eqsat.kernel``, layout questions ``eqsat.layout``, the calls Triton lowers as several
+kernels ``eqsat.triton_kernels``, scheduling (step 2 below) ``eqsat.fusion_groups``.
+
 Fusion is not additive per e-node, so this walks the whole chosen DAG the way Inductor does:
 1. *Lowering*: views are free; a pointwise op is inlined into its consumers unless something forces
    it into memory (an extern kernel reads it, it is an output, a cat writes it in place, or it is
@@ -35,15 +39,16 @@ merged heads included) is no kernel.
 """
 from __future__ import annotations
 
-import math
 from typing import Iterable
 
 from .fusion_groups import group_bytes, schedule
-from .kernel import (DTYPE_BYTES, Kernel, class_bytes, list_elements, matmul_writes_cat_slice, numel,
-                     outer_product, splits_reduction, topo_order, lead_extent)
+from .kernel import (Kernel, class_bytes, list_elements, matmul_writes_cat_slice, numel, outer_product,
+                     splits_reduction, topo_order, lead_extent)
+from .layout import Layout
 from .opaque_kinds import opaque_kind
-from .ops import SDPA_NAME, CTOR_CATEGORY, Category, Ctor, Role, is_free_unary, op_name_of_key
+from .ops import CTOR_CATEGORY, Category, Ctor, Role, is_free_unary, op_name_of_key
 from .serialized import Choice, EGraphView, ENode
+from .triton_kernels import batched_linear, decomposed_attention, embedding_bag
 
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
 # opaque kinds Triton lowers as several kernels (planned by ``_Planner``); the C++ model keeps one call
@@ -66,6 +71,7 @@ class _Planner:
         self.pointwise_cat_inputs = pointwise_cat_inputs
         self.order = topo_order(view, roots, choice)
         self.base: dict[str, str] = {}        # class → class whose buffer it aliases (views)
+        self.layout = Layout(view, choice, self.base)
         self.kind: dict[str, str] = {}        # class → source/view/pointwise/reduction/extern/cat/list
         self.users: dict[str, list[str]] = {}  # buffer class → consuming classes
         self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
@@ -95,12 +101,12 @@ class _Planner:
                 kind = "list"
             elif cat == Category.SOURCE:
                 kind = "source"
-            elif self.triton and node.ctor == Ctor.VIEW and self._reshapes_a_broadcast(node):
+            elif self.triton and node.ctor == Ctor.VIEW and self.layout.reshapes_a_broadcast(node):
                 kind = "pointwise"  # reshape copies: a dim expanded from 1 merged with another
             elif cat == Category.VIEW or is_free_unary(node.ctor, node.args):
                 kind = "view"
             elif node.ctor == Ctor.CONTIGUOUS:  # a clone of a contiguous layout: a no-op post-grad removes
-                kind = "view" if self.triton and self._contiguous(node.children[0]) else "pointwise"
+                kind = "view" if self.triton and self.layout.contiguous(node.children[0]) else "pointwise"
             elif node.ctor in Role.CONCAT:
                 elems = self.tensor_inputs(cls)
                 frozen = self.frozen_params and all(self._folded(e) for e in elems)
@@ -202,8 +208,12 @@ class _Planner:
             out: set[str] = set()
             for c in self.tensor_inputs(cls):
                 if not str(view.dtype.get(c, "")).startswith("scalar"):  # Python scalars are no reads
-                    out |= {c} if self._selects_part(c) else inlined_views.get(base[c], {c})
+                    out |= {c} if self.layout.selects_part(c) else inlined_views.get(base[c], {c})
             return frozenset(out)
+
+        def input_views(e: str) -> frozenset:
+            """The exact tensors a kernel reading all of ``e`` reads: through an inlined producer, its reads."""
+            return inlined_views.get(base[e], frozenset({e}))
 
         def write_slices(buf: str, cls: str) -> None:
             """The ConcatKernel ``buf`` of ``cls``'s inputs: computed ones written in place, a copy
@@ -218,7 +228,7 @@ class _Planner:
                 writers.append(f"copy:{buf}:{i}")
                 kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
                                       (max(numel(view, e), 1), 1), reads, lead_extent(view, e),
-                                      inlined_views.get(base[e], frozenset({e})),
+                                      input_views(e),
                                       copy_of=buf, copies_input=kind[e] == "source"))
 
         for cls in self.order:
@@ -233,19 +243,22 @@ class _Planner:
                     clone = f"clone:{cls}"
                     kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
                                           (max(numel(view, first), 1), 1), reads_of(cls, [first]),
-                                          lead_extent(view, first), inlined_views.get(base[first], frozenset({first}))))
+                                          lead_extent(view, first), input_views(first)))
                     reads[clone] = kernels[-1].out_bytes
                 kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k), reads,
                                       fuses=False, index_reads=frozenset(reads_of(cls, rest))))
                 continue
             if k == "attention":
-                kernels.extend(self._decomposed_attention(cls, out_bytes, len(kernels), reads_of, inlined_views))
+                kernels.extend(decomposed_attention(view, cls, self.tensor_inputs(cls), out_bytes, len(kernels),
+                                                    reads_of, input_views, self.split_sms))
                 continue
             if k == "embedding_bag":
-                kernels.extend(self._embedding_bag(cls, out_bytes, len(kernels), reads_of))
+                kernels.extend(embedding_bag(view, cls, self.tensor_inputs(cls), out_bytes, len(kernels), reads_of,
+                                             self.layout.contiguous))
                 continue
             if k == "extern" and self.triton and self._unfolded_bias(cls):
-                kernels.extend(self._batched_linear(cls, out_bytes, len(kernels), reads_of, views_of))
+                kernels.extend(batched_linear(view, cls, self.node(cls).children, out_bytes, len(kernels), reads_of,
+                                              views_of(cls)))
                 continue
             if k == "extern":
                 if cls in self.addmm.values():
@@ -274,34 +287,6 @@ class _Planner:
                                       *space, inner, self.split_sms), inner=inner))
         return kernels
 
-    def _decomposed_attention(self, cls: str, out_bytes: float, first: int, reads_of, inlined_views) -> list[Kernel]:
-        """Attention as CUDA runs it when no fused kernel takes it (``eqsat.ops.DECOMPOSED_ATTENTION``):
-        q, k and v each copied to the batched layout (q and k scaled; their producers' pointwise ops
-        fuse in), ``bmm`` of q and k, one softmax kernel (the mask's pointwise ops fuse in), ``bmm``
-        of that and v. H200, transformers 5.17's BERT: 3 Triton kernels and 2 calls an attention, 33
-        launches for the model where one fused call (what the model planned) made 24."""
-        view, base = self.view, self.base
-        q, k, v, *mask = self.tensor_inputs(cls)
-        shape_q, shape_k = view.shape.get(q) or (1,), view.shape.get(k) or (1, 1)
-        rows, keys = max(numel(view, q), 1) // max(shape_q[-1], 1), shape_k[-2] if len(shape_k) > 1 else 1
-        score_bytes = float(rows * keys * DTYPE_BYTES.get(view.dtype.get(q, "float32"), 4))
-        kernels: list[Kernel] = []
-
-        def add(kind: str, writes: str, nbytes: float, space: tuple[int, int], reads: dict, **kw) -> str:
-            kernels.append(Kernel(first + len(kernels), kind, writes, nbytes, space, reads, **kw))
-            return writes
-
-        copies = [add("pointwise", f"{tag}:{cls}", class_bytes(view, t) or 0.0, (max(numel(view, t), 1), 1),
-                      reads_of(cls, [t]), lead=lead_extent(view, t), views=inlined_views.get(base[t], frozenset({t})))
-                  for tag, t in (("q", q), ("k", k), ("v", v))]
-        scores = add("extern", f"scores:{cls}", score_bytes, (0, 0),
-                     {c: kernels[i].out_bytes for i, c in enumerate(copies[:2])})
-        softmax = add("reduction", f"softmax:{cls}", score_bytes, (rows, keys),
-                      {scores: score_bytes, **reads_of(cls, mask)}, views=frozenset({scores}),
-                      split=splits_reduction(rows, keys, True, self.split_sms))
-        add("extern", cls, out_bytes, (0, 0), {softmax: score_bytes, copies[2]: kernels[2].out_bytes})
-        return kernels
-
     def _unfolded_bias(self, cls: str) -> bool:
         """A biased linear of a 3-D (or more) input that is not contiguous (an expanded parameter,
         e.g. learned queries per batch; a slice; a piece of a stack along dim 1): Aten's ``linear``
@@ -314,17 +299,7 @@ class _Planner:
             return False
         x = node.children[0]
         shape = self.view.shape.get(x)
-        return shape is not None and len(shape) >= 3 and not self._contiguous(x)
-
-    def _batched_linear(self, cls: str, out_bytes: float, first: int, reads_of, views_of) -> list[Kernel]:
-        """``_unfolded_bias``: the matmul (an extern call), then the bias add (a pointwise kernel
-        that fuses with pointwise consumers like any other)."""
-        x, w, b = self.node(cls).children
-        product = f"bmm:{cls}"
-        space = (max(numel(self.view, cls), 1), 1)
-        return [Kernel(first, "extern", product, out_bytes, (0, 0), reads_of(cls, [x, w]), views=views_of(cls)),
-                Kernel(first + 1, "pointwise", cls, out_bytes, space, {product: out_bytes, **reads_of(cls, [b])},
-                       lead_extent(self.view, cls), frozenset({product, b}))]
+        return shape is not None and len(shape) >= 3 and not self.layout.contiguous(x)
 
     def _triton_kind(self, cls: str, kind: str) -> str:
         """Opaque ops Triton lowers unlike the C++ backend: a ``sort`` of at most 512 elements is one
@@ -347,68 +322,6 @@ class _Planner:
         node = self.node(self.base.get(cls, cls))
         return node.ctor == Ctor.OPAQUE and opaque_kind(node.args[0][1]) == "source"
 
-    def _embedding_bag(self, cls: str, out_bytes: float, first: int, reads_of) -> list[Kernel]:
-        """``F.embedding_bag`` of 2-D ids as Inductor lowers it: the offsets ``arange`` is a Triton
-        kernel of its own (it reads nothing, so nothing fuses with it), the ids are flattened, a copy
-        when they are a strided view (a slice of the ids of several tables), then one extern call.
-        Fake H200: a bag of contiguous 2-D ids is 1 kernel + 1 call, of ``ids[:, t]`` 2 + 1; DLRM's
-        8 bags were planned as 8 launches, Inductor makes 24."""
-        view = self.view
-        ids, *rest = self.tensor_inputs(cls)
-        shape = view.shape.get(ids) or ()
-        kernels: list[Kernel] = []
-        if len(shape) == 2:
-            offsets = f"offsets:{cls}"
-            kernels.append(Kernel(first, "pointwise", offsets, float(shape[0] * DTYPE_BYTES["int64"]),
-                                  (shape[0], 1), {}, shape[0]))
-            reads = {offsets: kernels[0].out_bytes}
-            if not self._contiguous(ids):
-                flat = f"flat:{cls}"
-                kernels.append(Kernel(first + 1, "pointwise", flat, class_bytes(view, ids) or 0.0,
-                                      (max(numel(view, ids), 1), 1), reads_of(cls, [ids]), shape[0],
-                                      frozenset({ids})))
-                reads[flat] = kernels[-1].out_bytes
-            else:
-                reads.update(reads_of(cls, [ids]))
-        else:
-            rest = [ids, *rest]
-            reads = {}
-        kernels.append(Kernel(first + len(kernels), "extern", cls, out_bytes, (0, 0), {**reads, **reads_of(cls, rest)}))
-        return kernels
-
-    def _contiguous(self, cls: str) -> bool:
-        """Whether a view is laid out as its own contiguous tensor: every slice or split piece it
-        takes (through reshapes and squeezes) is along the first dim of extent above 1, every
-        permute keeps the order of those dims, and nothing is expanded."""
-        view = self.view
-        while cls != self.base.get(cls, cls):
-            node = self.node(cls)
-            if node.ctor == Ctor.GET and self.node(node.children[0]).ctor != Ctor.SPLIT or self._heads_back_in_place(cls):
-                return True  # an output of a multi-output op
-            src = self.node(node.children[0]).children[0] if node.ctor == Ctor.GET else node.children[0]
-            outer, inner = view.shape.get(cls), view.shape.get(src)
-            if node.ctor == Ctor.EXPAND or outer is None or inner is None:
-                return False
-            if node.ctor in Role.SLICE and len(outer) == len(inner):
-                cut = next((d for d, (a, b) in enumerate(zip(outer, inner)) if a != b), 0)
-                if math.prod(inner[:cut]) > 1:
-                    return False
-            if node.ctor == Ctor.PERMUTE:
-                perm = next(a[1] for a in node.args if a[0] != "class")
-                kept = [d for d in perm if inner[d] != 1]
-                if kept != sorted(kept):
-                    return False
-            cls = src
-        return True
-
-    def _selects_part(self, cls: str) -> bool:
-        """``cls`` is a slice or a split piece of its buffer (through any views), not all of it."""
-        while cls != self.base.get(cls, cls):
-            if self.node(cls).ctor in Role.SLICE:
-                return True
-            cls = self.node(cls).children[0]
-        return False
-
     def _folded(self, cls: str) -> bool:
         """A parameter, or a zero padding of one: freezing folds it into a constant."""
         node = self.node(cls)
@@ -422,51 +335,6 @@ class _Planner:
         ins = [c for c in node.children if self.view.sort.get(c) == "Tensor"]
         n_in, n_out = (numel(self.view, ins[0]) if ins else -1), numel(self.view, cls)
         return n_in > 0 and n_out > 0 and n_in // n_out < UNROLL_REDUCTIONS_THRESHOLD
-
-    def _reshapes_a_broadcast(self, node: ENode) -> bool:
-        """A reshape that merges a dim an ``expand`` grew from 1 with another dim of extent above 1
-        cannot be a view (stride 0 next to a real stride): Inductor copies it. transformers'
-        ``repeat_kv`` of grouped-query attention, ``k[:, :, None].expand(...).reshape(b, h, s, d)``:
-        fake H200, Qwen2 and Mixtral copy k and v per layer (the model had them free)."""
-        src = self.node(node.children[0])
-        if src.ctor != Ctor.EXPAND:
-            return False
-        outer, inner = self.view.shape.get(node.children[0]), self.view.shape.get(src.children[0])
-        out = self.view.shape.get(node.eclass)
-        if not outer or not inner or not out:
-            return False
-        inner = (1,) * (len(outer) - len(inner)) + tuple(inner)
-        grown = {d for d, (a, b) in enumerate(zip(outer, inner)) if a > 1 and b == 1}
-        i = j = 0
-        while i < len(outer) and j < len(out):  # the groups of input dims each output dim merges
-            group, have, want = [i], outer[i], out[j]
-            while have != want and i + 1 < len(outer) and j + 1 < len(out):
-                if have < want:
-                    i += 1
-                    group.append(i)
-                    have *= outer[i]
-                else:
-                    j += 1
-                    want *= out[j]
-            if grown & set(group) and sum(outer[d] > 1 for d in group) > 1:
-                return True
-            i, j = i + 1, j + 1
-        return False
-
-    def _heads_back_in_place(self, cls: str) -> bool:
-        """``attention(...).transpose(1, 2)`` of a call CUDA runs fused: flash and memory-efficient
-        attention write their output as (batch, seq, heads, dim) and return it transposed, so the
-        transpose back is contiguous (fake H200: GPT-2, Llama, Mixtral have no kernel there; the
-        math decomposition's bmm output does need the copy)."""
-        node = self.node(cls)
-        if node.ctor != Ctor.PERMUTE or [d for d in next(a[1] for a in node.args if a[0] != "class")] != [0, 2, 1, 3]:
-            return False
-        src = self.node(node.children[0])
-        if src.ctor != Ctor.GET:
-            return False
-        call = self.node(src.children[0])
-        return (call.ctor == Ctor.OPAQUE and opaque_kind(call.args[0][1]) == "extern"
-                and op_name_of_key(call.args[0][1]).endswith(SDPA_NAME))
 
     def _concat_diff(self, cls: str) -> bool:
         """``torch.diff(x, prepend=p)`` is ``cat([p, x])`` and two slices of it to Inductor: Triton

@@ -2,11 +2,12 @@
 cost model's table, read by the fusion model (``eqsat.fusion``) to price an opaque call as the kernel
 Inductor generates for it instead of an extern call.
 
-The ops Inductor generates code for are listed by what that code is: a lowering in ``torch/_inductor/lowering.py`` (no fallback), so the op fuses like a
-pointwise op or a reduction of ours instead of costing an extern call. ``scatter``: Inductor's
-``Scatter``, a generated kernel of its own that fuses with nothing, writing in place into a clone
-of its first input (a fusible pointwise kernel); the values are computed inside it. ``view``: a
-no-op alias, or a call that makes no kernel at all. ``source``: a buffer allocated, not computed.
+The ops Inductor generates code for are listed by what that code is: a lowering in
+``torch/_inductor/lowering.py`` (no fallback), so the op fuses like a pointwise op or a reduction of
+ours instead of costing an extern call. ``scatter``: Inductor's ``Scatter``, a generated kernel of
+its own that fuses with nothing, writing in place into a clone of its first input (a fusible
+pointwise kernel); the values are computed inside it. ``view``: a no-op alias, or a call that makes
+no kernel at all. ``source``: a buffer allocated, not computed.
 Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, convolutions, ...).
 Aten names are what post-grad graphs hold; Torch-IR functions and methods (``torch.arange``,
 ``torch.nn.functional.embedding``, ``x.new_ones``) are looked up by their last name, which stays the

@@ -355,8 +355,8 @@ class Role:
     its op enum. What Inductor does with an op (matmul-like, reduction, view, pointwise, copy, norm,
     opaque) is its row's ``category`` (``CTOR_CATEGORY``); these are the finer roles code matches on."""
 
-    KEYED_POINTWISE = KEYED_POINTWISE                   # first argument: the op key
-    KEYED = KEYED_POINTWISE | {Ctor.SOFTMAX}                                # … and softmax's
+    KEYED_POINTWISE = KEYED_POINTWISE                 # first argument: a pointwise op's key
+    KEYED = KEYED_POINTWISE | {Ctor.SOFTMAX}          # … or softmax's
     CONCAT = frozenset({Ctor.CAT, Ctor.STACK})          # a buffer its inputs are written into
     BATCHED_MATMUL = frozenset({Ctor.BMM, Ctor.BADDBMM})  # Inductor's bmm: no M = 1 or N = 1 exception
     BIAS_FIRST = frozenset({Ctor.ADDMM, Ctor.BADDBMM})  # the bias, then the left operand
@@ -375,7 +375,7 @@ FREE_UNARIES = frozenset({"detach"})
 def is_free_unary(ctor: str, args: Iterable) -> bool:
     """``(Unary "detach" x)``: no kernel of its own (``args`` as the serialized e-graph has them)."""
     first = next(iter(args), None)
-    return ctor == "Unary" and first is not None and first[0] == "lit" and op_name_of_key(str(first[1])) in FREE_UNARIES
+    return ctor == Ctor.UNARY and first is not None and first[0] == "lit" and op_name_of_key(str(first[1])) in FREE_UNARIES
 
 ALL_OPS: list[Op] = list(STRUCTURAL)
 
@@ -480,7 +480,7 @@ def spellings(rows: Iterable[Op] | None = None) -> set[str]:
     """Every Torch-IR name lowering reads as some op (op names of non-source rows, their spellings)."""
     names = set(NON_OP_SPELLINGS)
     for op in rows if rows is not None else ALL_OPS:
-        if op.category not in (Category.SOURCE, Category.OPAQUE) and op.ctor != "Get":
+        if op.category not in (Category.SOURCE, Category.OPAQUE) and op.ctor != Ctor.GET:
             names.add(op.name)
             names.update(op.spellings)
     return names

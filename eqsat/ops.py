@@ -370,59 +370,38 @@ STRUCTURAL = [
     Op("cons", "TCons", Category.SOURCE, (T, TLIST), TLIST),
 ]
 
-# Ops with no row here (lowering keeps them ``Opaque``) that Inductor generates code for, by what
-# that code is: a lowering in ``torch/_inductor/lowering.py`` (no fallback), so the op fuses like a
-# pointwise op or a reduction of ours instead of costing an extern call. ``scatter``: Inductor's
-# ``Scatter``, a generated kernel of its own that fuses with nothing, writing in place into a clone
-# of its first input (a fusible pointwise kernel); the values are computed inside it. ``view``: a
-# no-op alias, or a call that makes no kernel at all. ``source``: a buffer allocated, not computed.
-# Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, convolutions, ...).
-# Aten names are what post-grad graphs hold; Torch-IR functions and methods (``torch.arange``,
-# ``torch.nn.functional.embedding``, ``x.new_ones``) are looked up by their last name, which stays the
-# same across torch versions (Dynamo records ``torch.embedding`` in one, the functional in another):
-# whole transformers models (zoo, transformers 5.17) price their embeddings, position ids, masks and
-# rotary tables as the kernels Inductor fuses them into.
 # Lowering's mark on a ``scaled_dot_product_attention`` call CUDA cannot run as one fused kernel
 # (``eqsat_torch.lowering.attention.cuda_fuses``: a mask or head laid out with a last-dim stride other than 1): the
 # GPU model plans it as its math decomposition (``eqsat.fusion``), the C++ one as one extern call.
 SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (eqsat_torch.lowering.lower)
 DECOMPOSED_ATTENTION = ":decomposed_on_cuda"
-TORCH_IR_KINDS: dict[str, str] = {
-    SDPA_NAME + DECOMPOSED_ATTENTION: "attention",
-    "embedding_bag": "embedding_bag",  # offsets and flattened ids first (``eqsat.fusion``)
-    "sort": "sort", "index_assign": "index_assign",  # Triton: a kernel when small, a scatter (``eqsat.fusion``)
-    **dict.fromkeys(["embedding", "arange", "gather", "where", "diff", "zeros", "ones", "full", "zeros_like",
-                     "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "masked_fill", "getitem",
-                     "max_pool2d"], "pointwise"),
-    **dict.fromkeys(["cumsum"], "reduction"),
-    **dict.fromkeys(["empty", "empty_like", "new_empty"], "source"),
-    **dict.fromkeys(["_log_api_usage_once"], "view"),
-}
-OPAQUE_KINDS: dict[str, str] = {
-    **dict.fromkeys(["aten.var_mean.correction", "aten.var.correction", "aten.any.dims", "aten.any.dim",
-                     "aten.any.default", "aten.max.dim", "aten.min.dim", "aten.argmax.default",
-                     "aten.argmin.default"], "reduction"),
-    **dict.fromkeys(["aten.full.default", "aten.scalar_tensor.default", "prims.iota.default",
-                     "aten.embedding.default", "aten.index.Tensor", "aten._unsafe_index.Tensor",
-                     "aten._unsafe_masked_index.default", "aten.gather.default", "aten.arange.start_step",
-                     "aten.clamp_min.default", "aten.clamp_max.default", "prims.fma.default",
-                     "prims.convert_element_type.default", "aten.slice_scatter.default",
-                     "aten.select_scatter.default"], "pointwise"),
-    **dict.fromkeys(["aten.index_put.default", "aten._unsafe_index_put.default", "aten.scatter_add.default",
-                     "aten._unsafe_masked_index_put_accumulate.default"], "scatter"),
-    **dict.fromkeys(["aten.alias.default"], "view"),
-    **dict.fromkeys(["aten.sort.default", "aten.sort.stable"], "sort"),
-}
 OPAQUE_KEY_PREFIX = "op:"  # lowering keys an opaque node ``op:<module>.<op>.<overload>`` (+ attributes)
 
 
-def opaque_kind(key: str) -> str:
-    """What Inductor makes of the opaque op keyed ``key``: an ``OPAQUE_KINDS`` kind for an Aten op, a
-    ``TORCH_IR_KINDS`` kind for a Torch-IR one, else ``extern``."""
-    label = op_name_of_key(key).removeprefix(OPAQUE_KEY_PREFIX).removeprefix("torch._ops.")
-    if label.startswith(("aten.", "prims.")):
-        return OPAQUE_KINDS.get(label, "extern")
-    return TORCH_IR_KINDS.get(label.rsplit(".", 1)[-1], "extern")
+# Constructor names, for code that matches on one (the rows above spell them; ``tests/eqsat/
+# test_constructor_strings.py`` keeps every other module of the engine, the rules and the bridge from
+# spelling them as strings).
+class Ctor:
+    INPUT, PARAM, SCALAR, NONE = "Input", "Param", "Scalar", "NoneT"
+    UNARY, BINARY, TERNARY, REDUCE, SOFTMAX, LAYER_NORM = "Unary", "Binary", "Ternary", "Reduce", "Softmax", "LayerNorm"
+    LINEAR, MM, BMM, MATMUL, ADDMM, BADDBMM = "Linear", "Mm", "Bmm", "Matmul", "Addmm", "Baddbmm"
+    NARROW, VIEW, PERMUTE, EXPAND, UNSQUEEZE, SQUEEZE = "Narrow", "View", "Permute", "Expand", "Unsqueeze", "Squeeze"
+    CONTIGUOUS, PAD, REPEAT, CAT, STACK, GET, SPLIT = "Contiguous", "Pad", "Repeat", "Cat", "Stack", "Get", "Split"
+    OPAQUE, NIL, CONS = "Opaque", "TNil", "TCons"
+
+
+class Role:
+    """Groups of constructors the cost model and the rules treat alike, as tinygrad's ``GroupOp`` beside
+    its op enum. What Inductor does with an op (matmul-like, reduction, view, pointwise, copy, norm,
+    opaque) is its row's ``category`` (``CTOR_CATEGORY``); these are the finer roles code matches on."""
+
+    KEYED_POINTWISE = KEYED_POINTWISE                 # first argument: a pointwise op's key
+    KEYED = KEYED_POINTWISE | {Ctor.SOFTMAX}          # … or softmax's
+    CONCAT = frozenset({Ctor.CAT, Ctor.STACK})          # a buffer its inputs are written into
+    BATCHED_MATMUL = frozenset({Ctor.BMM, Ctor.BADDBMM})  # Inductor's bmm: no M = 1 or N = 1 exception
+    BIAS_FIRST = frozenset({Ctor.ADDMM, Ctor.BADDBMM})  # the bias, then the left operand
+    SLICE = frozenset({Ctor.NARROW, Ctor.GET})          # a part of its buffer, not all of it
+    LIST = frozenset({Ctor.NIL, Ctor.CONS})             # the cells of a tensor list
 
 
 # Torch-IR names lowering handles that are no op of their own: identities, folded sizes, detach.
@@ -439,7 +418,7 @@ FREE_UNARIES = frozenset({"detach"})
 def is_free_unary(ctor: str, args: Iterable) -> bool:
     """``(Unary "detach" x)``: no kernel of its own (``args`` as the serialized e-graph has them)."""
     first = next(iter(args), None)
-    return ctor == "Unary" and first is not None and first[0] == "lit" and op_name_of_key(str(first[1])) in FREE_UNARIES
+    return ctor == Ctor.UNARY and first is not None and first[0] == "lit" and op_name_of_key(str(first[1])) in FREE_UNARIES
 
 ALL_OPS: list[Op] = list(STRUCTURAL)
 
@@ -549,7 +528,7 @@ def spellings(rows: Iterable[Op] | None = None) -> set[str]:
     """Every Torch-IR name lowering reads as some op (op names of non-source rows, their spellings)."""
     names = set(NON_OP_SPELLINGS)
     for op in rows if rows is not None else ALL_OPS:
-        if op.category not in (Category.SOURCE, Category.OPAQUE) and op.ctor != "Get":
+        if op.category not in (Category.SOURCE, Category.OPAQUE) and op.ctor != Ctor.GET:
             names.add(op.name)
             names.update(op.spellings)
     return names

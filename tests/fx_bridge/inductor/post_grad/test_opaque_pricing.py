@@ -80,7 +80,7 @@ def test_torch_ir_factories_and_gathers_fuse_as_inductor_fuses_them():
 def test_torch_ir_spellings_of_one_op_get_one_kind():
     """Dynamo records a call by whatever it traced into: ``torch.embedding`` in one torch version, the
     functional in another; a method by its name. Each prices as the op it is."""
-    from eqsat.ops import opaque_kind
+    from eqsat.opaque_kinds import opaque_kind
 
     for label in ("torch.nn.functional.embedding", "torch.embedding", "new_ones", "torch._C.TensorBase.new_ones"):
         assert opaque_kind(f"op:{label}(sig=x)") == "pointwise", label

@@ -469,7 +469,7 @@ def _backward_the_analysis_never_finishes(x):
 _LONG_BUDGET = """
 import torch
 from functorch.compile import make_boxed_func
-from fx_bridge import compat
+from eqsat_torch.inductor import compat
 from eqsat_torch.options import Options
 from eqsat_torch.inductor.post_grad import EqsatPostGradPass
 from tests.fx_bridge.safety.test_soak_programs import _backward_the_analysis_never_finishes as f

@@ -17,6 +17,7 @@ from functools import lru_cache
 import torch
 
 from eqsat import ops
+from eqsat.ops import Ctor
 
 from eqsat_rules import dsl
 from eqsat_rules.derived import DERIVED
@@ -329,7 +330,7 @@ class Evaluator:
     def _reduce(self, t, key, x, dims, keep):
         name = self._bind(key, lambda: self.rng.choice(reductions())) if isinstance(key, dsl.Var) else self.ev(key)
         row = ops.BY_NAME.get(name)
-        if row is None or row.ctor != "Reduce" or "(" in name:
+        if row is None or row.ctor != Ctor.REDUCE or "(" in name:
             raise Reject(f"reduction key {name!r}")
         X = self.tensor(x)
         D = self.ivec(dims, lambda: tuple(sorted(self.rng.sample(range(X.ndim), self.rng.randint(1, X.ndim)))))
@@ -387,7 +388,7 @@ def evaluators() -> dict:
 
 def reductions() -> list[str]:
     """The reduction keys the checker samples for a key variable of ``reduce``."""
-    return [op.name for op in ops.ALL_OPS if op.ctor == "Reduce"]
+    return [op.name for op in ops.ALL_OPS if op.ctor == Ctor.REDUCE]
 
 
 @dataclass

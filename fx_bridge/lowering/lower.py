@@ -19,6 +19,7 @@ import torch
 from torch.fx.node import map_aggregate
 
 from eqsat import ops
+from eqsat.ops import Ctor
 from eqsat.deadline import Deadline
 from eqsat.sizes import SizeOverflow
 from eqsat.terms import IVec, KeyTable, Program, Ref, Term, TList, render
@@ -198,15 +199,15 @@ class _Lowerer:
 
     def scalar(self, v: Any) -> Ref:
         if isinstance(v, SymScalar):
-            return self.emit(Term("Scalar", (f"sym:{v.size}",)), (), "scalar")
+            return self.emit(Term(Ctor.SCALAR, (f"sym:{v.size}",)), (), "scalar")
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             if not isinstance(v, bool):
                 raise Unsupported(f"operand {v!r} is neither a tensor nor a number")
         # A float operand can promote an integer tensor; an int/bool one never changes a non-bool dtype.
-        return self.emit(Term("Scalar", (repr(v),)), (), "scalar_float" if isinstance(v, float) else "scalar")
+        return self.emit(Term(Ctor.SCALAR, (repr(v),)), (), "scalar_float" if isinstance(v, float) else "scalar")
 
     def none(self) -> Ref:
-        return self.emit(Term("NoneT", ()), (), "scalar")
+        return self.emit(Term(Ctor.NONE, ()), (), "scalar")
 
     def operand(self, v: Any) -> Ref:
         if isinstance(v, Ref):
@@ -230,9 +231,9 @@ class _Lowerer:
                 self.out.placeholders.append(n)
                 example = self.example_inputs[placeholder_i] if placeholder_i < len(self.example_inputs) else None
                 placeholder_i += 1
-                self.values[n] = self.source(n, "Input", isinstance(example, torch.nn.Parameter))
+                self.values[n] = self.source(n, Ctor.INPUT, isinstance(example, torch.nn.Parameter))
             elif n.op == "get_attr":
-                self.values[n] = self.source(n, "Param", True)
+                self.values[n] = self.source(n, Ctor.PARAM, True)
             elif n.op == "output":
                 self.lower_output(n)
             elif self.switches_grad_mode(n):
@@ -289,7 +290,7 @@ class _Lowerer:
             shape = self.sizes_of(val.shape)
         except UnbackedSize:
             raise Unsupported(f"input {n.name} has a data-dependent size") from None
-        ref = self.emit(Term(ctor, (n.target if ctor == "Param" else n.name,)), shape, dtype_name(val.dtype))
+        ref = self.emit(Term(ctor, (n.target if ctor == Ctor.PARAM else n.name,)), shape, dtype_name(val.dtype))
         if is_param:
             self.out.params.add(ref.let)
             self.out.program.mark_param(ref)
@@ -448,7 +449,7 @@ class _Lowerer:
     def detached(self, v: Any) -> Any:
         """``v`` read inside a ``no_grad`` block: the same values, without autograd history."""
         if isinstance(v, Ref):
-            return self.emit(Term("Unary", ("detach", v)), self.out.shapes.get(v.let), self.out.dtypes.get(v.let))
+            return self.emit(Term(Ctor.UNARY, ("detach", v)), self.out.shapes.get(v.let), self.out.dtypes.get(v.let))
         if isinstance(v, TupleVal):
             return TupleVal(lambda i: self.detached(v.piece(i)), v.n, v.tup)
         if isinstance(v, (tuple, list)):
@@ -496,19 +497,19 @@ class _Lowerer:
                  *(("no_grad",) if no_grad else ()))
         key = self.out.keys.key(f"{ops.OPAQUE_KEY_PREFIX}{label}", {"sig": ident})
         self.out.opaque.setdefault(key, OpaqueSpec(n.op, n.target, t_args, t_kwargs, out, label, no_grad))
-        tup = self.emit(Term("Opaque", (key, TList(tuple(tensors)))))
+        tup = self.emit(Term(Ctor.OPAQUE, (key, TList(tuple(tensors)))))
         if not no_grad:  # n's own copy reads what n read in its region
             self.out.node_of_let.setdefault(tup.let, n)
         if effectful:
             self.out.roots.append(tup.let)
         if out in ("tensor", "scalar"):
-            return self.emit(Term("Get", (tup, 0)))
+            return self.emit(Term(Ctor.GET, (tup, 0)))
         if out == "tuple":
             k = len(val)
 
             def piece(i: int) -> Any:
                 i = _norm_dim(i, k)
-                return self.emit(Term("Get", (tup, i))) if isinstance(val[i], torch.Tensor) else val[i]
+                return self.emit(Term(Ctor.GET, (tup, i))) if isinstance(val[i], torch.Tensor) else val[i]
 
             return TupleVal(piece, k, tup)
         return None
@@ -627,7 +628,7 @@ def _lower_pointwise(lw: _Lowerer, n, name, args, kwargs):
         operands = tuple(lw.operand(a) for a in args)
     except Unsupported:
         return NotImplemented
-    ctor = {1: "Unary", 2: "Binary", 3: "Ternary"}[arity]
+    ctor = {1: Ctor.UNARY, 2: Ctor.BINARY, 3: Ctor.TERNARY}[arity]
     key = lw.out.keys.key(name, attrs)
     if key != name and ops.keeps_dtype(name) and key not in lw.float_keys:
         lw.float_keys.add(key)  # the analysis only knows plain names: this key keeps a float dtype too
@@ -648,7 +649,7 @@ def _to_dtype(lw: _Lowerer, n, name, args, kwargs):
         return NotImplemented
     if dtype_name(val.dtype) == src:
         return x
-    return lw.emit(Term("Unary", (lw.out.keys.key("to_dtype", {"dtype": val.dtype}), x)))
+    return lw.emit(Term(Ctor.UNARY, (lw.out.keys.key("to_dtype", {"dtype": val.dtype}), x)))
 
 
 def _identity_unless_random(lw, n, name, args, kwargs):
@@ -656,13 +657,13 @@ def _identity_unless_random(lw, n, name, args, kwargs):
 
 
 def _detach(lw, n, name, args, kwargs):
-    return lw.emit(Term("Unary", ("detach", args[0])))
+    return lw.emit(Term(Ctor.UNARY, ("detach", args[0])))
 
 
 def _copy(lw, n, name, args, kwargs):
     if kwargs.get("memory_format") not in (None, torch.contiguous_format) or not isinstance(args[0], Ref):
         return NotImplemented
-    return lw.emit(Term("Contiguous", (args[0],)))
+    return lw.emit(Term(Ctor.CONTIGUOUS, (args[0],)))
 
 
 def _view_like(lw, n, name, args, kwargs):
@@ -672,7 +673,7 @@ def _view_like(lw, n, name, args, kwargs):
     shape, dtype = _out_meta(lw, n)
     if shape == lw.shape(x):
         return x
-    return lw.emit(Term("View", (x, IVec(shape))))
+    return lw.emit(Term(Ctor.VIEW, (x, IVec(shape))))
 
 
 def _expand(lw, n, name, args, kwargs):
@@ -682,7 +683,7 @@ def _expand(lw, n, name, args, kwargs):
     shape, _ = _out_meta(lw, n)
     if shape == lw.shape(x):
         return x
-    return lw.emit(Term("Expand", (x, IVec(shape))))
+    return lw.emit(Term(Ctor.EXPAND, (x, IVec(shape))))
 
 
 def _permute_of(lw, x: Ref, perm: Sequence[int]) -> Ref:
@@ -692,7 +693,7 @@ def _permute_of(lw, x: Ref, perm: Sequence[int]) -> Ref:
         raise Unsupported(f"bad permutation {perm}")
     if perm == tuple(range(rank)):
         return x
-    return lw.emit(Term("Permute", (x, IVec(perm))))
+    return lw.emit(Term(Ctor.PERMUTE, (x, IVec(perm))))
 
 
 def _permute(lw, n, name, args, kwargs):
@@ -724,7 +725,7 @@ def _permute(lw, n, name, args, kwargs):
 def _unsqueeze(lw, n, name, args, kwargs):
     x = args[0]
     d = _norm_dim(_arg(args, kwargs, 1, "dim"), len(lw.shape(x)) + 1)
-    return lw.emit(Term("Unsqueeze", (x, d)))
+    return lw.emit(Term(Ctor.UNSQUEEZE, (x, d)))
 
 
 def _squeeze_dims(lw, x: Ref, dims: Sequence[int]) -> Ref:
@@ -733,7 +734,7 @@ def _squeeze_dims(lw, x: Ref, dims: Sequence[int]) -> Ref:
     for d in sorted({_norm_dim(d, len(shape)) for d in dims if shape}, reverse=True):
         if shape[d] == 1:
             shape.pop(d)
-            x = lw.emit(Term("Squeeze", (x, d)), shape, dtype)
+            x = lw.emit(Term(Ctor.SQUEEZE, (x, d)), shape, dtype)
     return x
 
 
@@ -756,7 +757,7 @@ def _pad(lw, n, name, args, kwargs):
     if (not isinstance(x, Ref) or mode != "constant" or value not in (None, 0) or len(pads) % 2
             or len(pads) > 2 * len(lw.shape(x)) or not all(type(p) is int and p >= 0 for p in pads)):
         return NotImplemented
-    return lw.emit(Term("Pad", (x, IVec(tuple(lw.size(p) for p in pads)))))
+    return lw.emit(Term(Ctor.PAD, (x, IVec(tuple(lw.size(p) for p in pads)))))
 
 
 def _narrow_ref(lw, x: Ref, d: int, start: int, length: int) -> Ref:
@@ -764,7 +765,7 @@ def _narrow_ref(lw, x: Ref, d: int, start: int, length: int) -> Ref:
     if start == 0 and length == shape[d]:
         return x
     shape[d] = length
-    return lw.emit(Term("Narrow", (x, d, start, length)), shape, lw.out.dtypes.get(x.let))
+    return lw.emit(Term(Ctor.NARROW, (x, d, start, length)), shape, lw.out.dtypes.get(x.let))
 
 
 def _narrow(lw, n, name, args, kwargs):
@@ -818,7 +819,7 @@ def _index(lw, x: Ref, idx: Any) -> Any:
         if i is None:
             shape = list(lw.shape(x))
             shape.insert(d, 1)
-            x = lw.emit(Term("Unsqueeze", (x, d)), shape, dtype)
+            x = lw.emit(Term(Ctor.UNSQUEEZE, (x, d)), shape, dtype)
         elif isinstance(i, int):
             selects.append(d)
             x = _narrow_int(lw, x, d, i)
@@ -864,7 +865,7 @@ def _split(lw, n, name, args, kwargs):
     sizes = tuple(lw.size(t.shape[d]) if name != "unbind" else 1 for t in val)
     if sum(sizes) != shape[d]:
         return NotImplemented
-    tup = lw.emit(Term("Split", (x, IVec(sizes), d)))
+    tup = lw.emit(Term(Ctor.SPLIT, (x, IVec(sizes), d)))
     if name != "unbind":  # unbind's own outputs are squeezed: not the Split tuple
         lw.out.node_of_let.setdefault(tup.let, n)
     dtype = lw.out.dtypes.get(x.let)
@@ -872,7 +873,7 @@ def _split(lw, n, name, args, kwargs):
     def piece(i: int) -> Ref:
         s = list(shape)
         s[d] = sizes[i]
-        ref = lw.emit(Term("Get", (tup, i)), s, dtype)
+        ref = lw.emit(Term(Ctor.GET, (tup, i)), s, dtype)
         return _squeeze_dims(lw, ref, [d]) if name == "unbind" else ref
 
     return TupleVal(lambda i: piece(_norm_dim(i, len(sizes))), len(sizes), tup)
@@ -901,7 +902,7 @@ def _cat(lw, n, name, args, kwargs):
     if any(len(lw.shape(x)) != (rank if name == "cat" else rank - 1) for x in xs):
         return NotImplemented  # legacy empty 1-D inputs to cat
     d = _norm_dim(_arg(args, kwargs, 1, "dim", 0), rank)
-    ctor = "Cat" if name == "cat" else "Stack"
+    ctor = Ctor.CAT if name == "cat" else Ctor.STACK
     return lw.emit(Term(ctor, (TList(tuple(xs)), d)))
 
 
@@ -924,7 +925,7 @@ def _reduce(lw, n, name, args, kwargs):
     if one_dim and (len(dims) != 1 or _arg(args, kwargs, 1, "dim", None) is None):
         return NotImplemented
     dims = sorted({_norm_dim(d, rank) for d in dims}) if rank else []
-    return lw.emit(Term("Reduce", (lw.out.keys.key(name, extra), x, IVec(tuple(dims)), int(bool(keepdim)))))
+    return lw.emit(Term(Ctor.REDUCE, (lw.out.keys.key(name, extra), x, IVec(tuple(dims)), int(bool(keepdim)))))
 
 
 def _aten_softmax(lw, n, name, args, kwargs):
@@ -934,7 +935,7 @@ def _aten_softmax(lw, n, name, args, kwargs):
     x, d, _ = args
     if not isinstance(d, int):
         return NotImplemented
-    return lw.emit(Term("Softmax", (name.lstrip("_"), x, _norm_dim(d, len(lw.shape(x))))))
+    return lw.emit(Term(Ctor.SOFTMAX, (name.lstrip("_"), x, _norm_dim(d, len(lw.shape(x))))))
 
 
 def _slice(lw, n, name, args, kwargs):
@@ -966,7 +967,7 @@ def _softmax(lw, n, name, args, kwargs):
     dtype = kwargs.get("dtype", args[3] if len(args) > 3 else None)
     if not isinstance(x, Ref) or d is None or dtype is not None:
         return NotImplemented
-    return lw.emit(Term("Softmax", (name, x, _norm_dim(d, len(lw.shape(x))))))
+    return lw.emit(Term(Ctor.SOFTMAX, (name, x, _norm_dim(d, len(lw.shape(x))))))
 
 
 def _layer_norm(lw, n, name, args, kwargs):
@@ -977,7 +978,7 @@ def _layer_norm(lw, n, name, args, kwargs):
     if not isinstance(x, Ref) or not all(isinstance(t, Ref) or t is None for t in (w, b)):
         return NotImplemented
     w, b = (t if t is not None else lw.none() for t in (w, b))
-    return lw.emit(Term("LayerNorm", (x, IVec(lw.sizes_of(shape)), w, b, repr(float(eps)))))
+    return lw.emit(Term(Ctor.LAYER_NORM, (x, IVec(lw.sizes_of(shape)), w, b, repr(float(eps)))))
 
 
 def _matmul_like(lw, n, name, args, kwargs):
@@ -985,7 +986,7 @@ def _matmul_like(lw, n, name, args, kwargs):
     row = ops.BY_NAME[name]
     arity = row.args.count(ops.TENSOR)
     xs = list(args[:arity])
-    if row.ctor == "Linear":
+    if row.ctor == Ctor.LINEAR:
         xs = [args[0], _arg(args, kwargs, 1, "weight"), _arg(args, kwargs, 2, "bias")]
         xs[2] = xs[2] if xs[2] is not None else lw.none()
     elif kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1 or len(args) > arity:

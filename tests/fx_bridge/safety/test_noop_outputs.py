@@ -4,7 +4,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from bench.scripts import soak
-from eqsat_torch.lowering.lower import Unsupported
+from eqsat_torch.lowering.lowered import Unsupported
 from eqsat_torch.safety.noop_outputs import refuse_new_merges
 
 

@@ -45,7 +45,7 @@ def test_a_window_output_whose_gradient_a_later_windows_no_grad_cuts_stays_grad_
     """Soak seeds 2001807, 2002447 with the graph cut into windows of 4 nodes: the three linears of ``x``
     and ``a.mean`` in the first window, the ``no_grad`` read of it in the next. In its window ``a`` reaches
     an output (the window's), so the three linears were fused and ``w1.grad`` came back zeros where eager
-    leaves it None; the whole graph's liveness (``lower.grad_dead_nodes``) now marks the window's nodes."""
+    leaves it None; the whole graph's liveness (``grad_dead.grad_dead_nodes``) now marks the window's nodes."""
     from bench.scripts import soak
     from tests.fx_bridge.safety.test_soak_programs import _linear_read_only_under_no_grad
 

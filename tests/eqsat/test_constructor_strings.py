@@ -13,7 +13,7 @@ REGISTRY = ROOT / "eqsat" / "ops.py"
 # count when you convert one, never raise it). The engine has none left.
 ALLOWED = {
     "rules/algebra.py": 2, "rules/batch.py": 14, "rules/batch_forms.py": 38, "rules/batch_groups.py": 8,
-    "rules/cat_runs.py": 9, "rules/checker.py": 2, "rules/compile.py": 2, "rules/dsl.py": 9,
+    "rules/cat_runs.py": 9, "rules/checker_ops.py": 2, "rules/compile.py": 2, "rules/dsl.py": 9,
     "rules/listpat.py": 1, "rules/patterns.py": 1, "rules/shape.py": 1,
     "fx_bridge/lowering/lower.py": 10, "fx_bridge/lowering/converters.py": 23, "fx_bridge/raising/aten_spelling.py": 7, "fx_bridge/raising/raising.py": 23,
 }

@@ -12,7 +12,7 @@ cost model, so a group of two tiny ops stays unfused. The stacks and unbinds the
 ordinary ``Stack``/``Split``/``Squeeze`` terms that the split_cat rules cancel against neighbouring
 splits and stacks. Matching is on terms, so Torch-IR (``linear``) and Aten-IR (``mm``/``addmm``)
 graphs are covered by the same code. The lowered program is read through :class:`LoweredTerms`
-(``eqsat_torch.lowering.lower.Lowered`` is one), so this layer imports no torch.
+(``eqsat_torch.lowering.lowered.Lowered`` is one), so this layer imports no torch.
 """
 from __future__ import annotations
 

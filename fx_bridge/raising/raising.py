@@ -26,7 +26,7 @@ from eqsat.terms import Ref
 
 from eqsat_torch.raising import aten_spelling
 from eqsat_torch.inductor import compat
-from eqsat_torch.lowering.lower import Lowered, OpaqueSpec, Slot, TupleVal
+from eqsat_torch.lowering.lowered import Lowered, OpaqueSpec, Slot, TupleVal
 from eqsat_torch.lowering.symbolic import SymNodes, SymScalar, fake_inputs, shape_env_of
 from eqsat_torch.lowering.targets import torch_callable
 

@@ -25,7 +25,6 @@ from typing import Any, Sequence
 
 import sympy
 import torch
-from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 from torch.fx.node import map_aggregate
 
 from eqsat_torch.inductor import compat
@@ -87,8 +86,6 @@ def _mode_of(templates: list[Any]):
     """The graph's own fake mode where every input is a fake of it with static sizes (its dispatch
     cache already holds the ops Dynamo or AOTAutograd traced: the check costs a fraction of a cold
     run), else a fresh one at the hints (no guard is ever added to a symbolic graph's shape env)."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     fakes = [x for x in templates if isinstance(x, torch.Tensor)]
     modes = {id(x.fake_mode): x.fake_mode for x in fakes if compat.is_fake(x)}
     static = all(not compat.is_symbolic(v) for x in fakes
@@ -96,8 +93,7 @@ def _mode_of(templates: list[Any]):
         isinstance(x, torch.SymInt) for x in templates)
     if len(modes) == 1 and all(compat.is_fake(x) for x in fakes) and static:
         return next(iter(modes.values()))
-    return FakeTensorMode(allow_non_fake_inputs=True, static_shapes=True,
-                          shape_env=ShapeEnv(allow_dynamic_output_shape_ops=True))  # nonzero: unbacked sizes
+    return compat.fake_mode_at_hints()
 
 
 class _Observed:
@@ -217,9 +213,9 @@ def _sizes(leaves: list[Any]) -> list[tuple | None]:
         if not isinstance(v, torch.SymInt):
             return v
         expr = compat.sym_expr(v)
-        for sym in sorted(free_unbacked_symbols(expr), key=str):
+        for sym in sorted(compat.free_unbacked_symbols(expr), key=str):
             names.setdefault(sym, f"u{len(names)}")
-        return str(expr.xreplace({sym: sympy.Symbol(names[sym]) for sym in free_unbacked_symbols(expr)}))
+        return str(expr.xreplace({sym: sympy.Symbol(names[sym]) for sym in compat.free_unbacked_symbols(expr)}))
 
     return [(tuple(map(read, x.shape)), tuple(map(read, x.stride()))) if isinstance(x, torch.Tensor) else
             (read(x),) if isinstance(x, torch.SymInt) else None for x in leaves]

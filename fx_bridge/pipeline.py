@@ -23,7 +23,9 @@ from eqsat.egraph import Session
 from eqsat.partial import Partial, partials
 from eqsat.provenance import rules_used
 from eqsat.rule import Rule
-from eqsat.serialized import EGraphView
+from eqsat.ops import Ctor
+from eqsat.serialized import EGraphView, ENode
+from eqsat.terms import Ref
 from eqsat.sizes import SizeOverflow
 from eqsat_rules.batch import POINTWISE_BATCHES
 from eqsat_rules.batch_groups import BatchSource
@@ -250,10 +252,10 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             report.cost_after, report.kernels_after = before.cost, before.kernels
             report.rules_used = used_before
             return Round(gm, False)
-    if repair.copies:  # priced as written: a copy may fuse with its producer, as Inductor fuses it
+    if repair.copies:  # priced with the program: a copy may fuse with its producer, as Inductor fuses it
         report.alias_copies += repair.copies
         with timed(report, "price"):
-            after = build(lower(new_gm, example_inputs), [], opts, cost).before
+            after = _price_with_copies(cost, low, ex, repair.copied)
         report.cost_after, report.kernels_after = after.cost, after.kernels
         if improved and after.cost >= before.cost * (1 - 1e-9):
             report.notes.append(f"kept the input program: {repair.copies} output copies needed to alias "
@@ -268,6 +270,51 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     return Round(new_gm, improved, functools.partial(_alternatives, gm, low, ex, built.offered.inserted, rules,
                                                      dict(report.rules_fired), example_inputs, aliasing, outputs,
                                                      cost))
+
+
+def _price_with_copies(cost: CostModel, low: Lowered, ex: Extracted,
+                       copied: Mapping[int, tuple[int, ...] | None]) -> ProgramCost:
+    """The extracted program with the copies ``match_aliasing`` added to its outputs (leaf → None: a
+    clone; a dim order: a copy made contiguous in that order between two permutes), priced by the
+    cost model as the program it is: a copy may fuse with its producer, as Inductor fuses it. The
+    copies are e-nodes over the outputs' classes in a copy of the view: nothing is lowered again."""
+    view, choice = ex.view, dict(ex.extraction.choice)
+    grown = dataclasses.replace(view, nodes=dict(view.nodes), classes=dict(view.classes), sort=dict(view.sort),
+                                shape=dict(view.shape), dtype=dict(view.dtype))
+
+    def add(ctor: str, args: list, like: str, shape) -> str:
+        cls = f"alias_copy_{len(grown.nodes)}"
+        grown.nodes[cls] = ENode(cls, ctor, cls, args)
+        grown.classes[cls], grown.sort[cls], choice[cls] = [cls], "Tensor", cls
+        if shape is not None:
+            grown.shape[cls] = shape
+        if like in view.dtype:
+            grown.dtype[cls] = view.dtype[like]
+        return cls
+
+    leaves: list[Any] = []
+    torch.fx.node.map_aggregate(low.output, leaves.append)
+    outputs = [view.lets[x.let] for x in leaves if isinstance(x, Ref)]
+    effects = list(ex.input.roots[:len(ex.input.roots) - len(outputs)])
+    classes = {i: view.lets[x.let] for i, x in enumerate(leaves) if isinstance(x, Ref)}
+    made: dict[tuple, str] = {}  # one class a copy term, as the e-graph would hold it
+    for i, order in copied.items():
+        root = classes[i]
+        if (root, order) not in made:
+            made[root, order] = _copy_class(add, view.shape.get(root), root, order)
+        classes[i] = made[root, order]
+    roots = effects + [classes[i] for i, x in enumerate(leaves) if isinstance(x, Ref)]
+    return cost.program_cost(grown, choice, roots)
+
+
+def _copy_class(add: Callable[[str, list, str, Any], str], shape, root: str, order: tuple[int, ...] | None) -> str:
+    if order is None:
+        return add(Ctor.CONTIGUOUS, [("class", root)], root, shape)
+    back = tuple(sorted(range(len(order)), key=order.__getitem__))
+    moved_shape = None if shape is None else tuple(shape[d] for d in order)
+    moved = add(Ctor.PERMUTE, [("class", root), ("lit", order)], root, moved_shape)
+    copy = add(Ctor.CONTIGUOUS, [("class", moved)], root, moved_shape)
+    return add(Ctor.PERMUTE, [("class", copy), ("lit", back)], root, shape)
 
 
 def _raise_checked(gm, low: Lowered, ex: Extracted, choice, example_inputs, aliasing: list, outputs: Outputs):

@@ -1,7 +1,10 @@
-"""The optimizer on one FX graph: lower → saturate → extract → raise, never worse than the input.
+"""The optimizer on one FX graph, one straight path: plan → for each part lower → saturate/extract →
+raise → aliasing → Inductor decides → validate → assemble; never worse than the input.
 
 ``optimize`` returns the new GraphModule and a :class:`Report`. Anything it cannot do safely raises
-:class:`Unsupported` (or another error) and the backend keeps the original graph.
+:class:`Unsupported` (or another error) and the backend keeps the original graph. The plan (which
+parts, how they are put back) is ``eqsat_torch.scale.plan``; Inductor's decision is
+``eqsat_torch.inductor.decide``; ``optimize_part`` never calls back into either's caller.
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from torch.fx.node import map_aggregate
 from bench.scripts.calibrate import predict
 from bench.graphgen import random_graph
 from eqsat.cost import CostModel
-from eqsat_torch import optimize
+from eqsat_torch import optimize, pipeline
+from eqsat_torch.lowering.lower import lower
 from eqsat_torch.safety import equivalence
 from eqsat_torch.safety.aliasing import same_layout
 
@@ -135,3 +136,24 @@ def test_alias_copies_are_priced_as_the_returned_graph_costs():
     new_gm, report = optimize(gm, inputs, {"always_raise": True})
     assert report.alias_copies == 1, report.summary()
     assert same_cost(priced(new_gm, inputs), report.cost_after), (priced(new_gm, inputs), report.summary())
+
+
+def test_alias_copies_are_priced_without_lowering_the_graph_again(monkeypatch):
+    """Issue 44: the copies are priced from the extracted program (e-nodes over its outputs), so a
+    graph is lowered once; the price still is the returned graph's, and two copies of one value are
+    one class, as lowering the returned graph would make them."""
+    lowered = []
+    monkeypatch.setattr(pipeline, "lower", lambda gm, *a, **k: lowered.append(gm) or lower(gm, *a, **k))
+    rng = random.Random(36)
+    gm, inputs = random_graph(rng, n_ops=rng.randint(2, 12))
+    new_gm, report = optimize(gm, inputs, {"always_raise": True})
+    assert report.alias_copies == 1 and len(lowered) == 1, (len(lowered), report.summary())
+    assert same_cost(priced(new_gm, inputs), report.cost_after), (priced(new_gm, inputs), report.summary())
+
+    lowered.clear()
+    twice = torch.fx.symbolic_trace(lambda a: (torch.cat(torch.split(a, 2)), torch.cat(torch.split(a, 2))))
+    x = torch.randn(3, 4)
+    new_gm, report = optimize(twice, [x], {"always_raise": True})
+    assert report.alias_copies == 2 and len(lowered) == 1, (len(lowered), report.summary())
+    assert same_cost(priced(new_gm, [x]), report.cost_after), (priced(new_gm, [x]), report.summary())
+    torch.testing.assert_close(new_gm(x), (x, x))

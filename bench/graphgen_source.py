@@ -17,16 +17,21 @@ _EXIT = re.compile(r"^\s*\w+ = torch\.amp\.autocast_mode\._exit_autocast\(")
 def as_function(gm: fx.GraphModule) -> Callable:
     """``gm``'s code as a function, each autocast enter/exit pair written as a ``with torch.autocast(...)``
     block: Dynamo retracing the enter/exit calls records autocast's internals (``set_autocast_enabled``,
-    …), not the ``_enter_autocast`` a user's ``with`` gives. The function's ``code`` is its source."""
+    …), not the ``_enter_autocast`` a user's ``with`` gives. A region whose drawn op added no node gets
+    ``pass`` as its body (soak seeds 3001984, 3002484: an empty nested ``enabled=False`` block). The
+    function's ``code`` is its source."""
     heads = {n.name: n.meta["autocast_with"] for n in gm.graph.nodes if "autocast_with" in n.meta}
     if not heads:
         return gm
-    lines, depth = [], 0
+    lines, depth, opened = [], 0, []
     for line in gm.code.splitlines():
         if m := _ENTER.match(line):
             lines.append(f"{m[1]}{'    ' * depth}with {heads[m[2]]}:")
+            opened.append(len(lines))
             depth += 1
         elif _EXIT.match(line):
+            if opened.pop() == len(lines):  # nothing written since the ``with``
+                lines.append(f"    {'    ' * depth}pass")
             depth -= 1
         else:
             lines.append(("    " * depth if line.startswith("    ") else "") + line)

@@ -28,7 +28,7 @@ import torch
 from torch.fx.node import map_aggregate
 
 from eqsat_torch.inductor import compat
-from eqsat_torch.safety.aliasing import real_signature, same_layout
+from eqsat_torch.safety.aliasing import inductor_view, real_signature, same_layout
 from eqsat_torch.safety.context import Context
 from eqsat_torch.report import Report
 from eqsat_torch.lowering.symbolic import output_leaves
@@ -69,7 +69,25 @@ def difference(original: torch.fx.GraphModule, rewritten: torch.fx.GraphModule, 
         got = _run(rewritten, inputs, mode, ctx)
     except Exception as e:  # noqa: BLE001
         return f"validation: the rewritten graph fails on fake tensors ({type(e).__name__}: {e})"
-    return _compare(want, got, strict_outputs, layouts)
+    return _compare(want, got, strict_outputs, layouts) or (
+        None if layouts else _view_strides(rewritten, want, got, strict_outputs))
+
+
+def _view_strides(rewritten: torch.fx.GraphModule, want: _Observed, got: _Observed,
+                  strict_outputs: int | None) -> str | None:
+    """Aten graphs: Inductor gives a user's output the original's strides, exactly, unless the rewritten
+    graph computes it as a view of another buffer (``inductor_view``): then only their order. So such an
+    output must have the original's strides (soak seed 3001276: ``neg(x)[1:2]`` → ``neg(x[1:2])``, a
+    split piece of it then had stride 3 where eager's is 9). ``strict_outputs``: how many outputs the
+    user sees (the rest are saved for the backward); None: all."""
+    leaves = output_leaves(rewritten)
+    seen = len(leaves) if strict_outputs is None else strict_outputs
+    for i, (node, w, g) in enumerate(zip(leaves[:seen], want.outputs, got.outputs)):
+        if (isinstance(w, torch.Tensor) and inductor_view(node)
+                and not same_layout((tuple(w.shape), w.stride()), (tuple(g.shape), g.stride()))):
+            return (f"validation: strides of output {i} (a view: Inductor keeps its strides only in order): "
+                    f"{problem_values('strides', g, w)}")
+    return None
 
 
 def _templates(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[Any]:

@@ -11,12 +11,17 @@ graph also has what the trust issues found missing: inputs with layouts (transpo
 expanded with stride 0, sliced with a storage offset), a grad-mode region (``no_grad``,
 ``enable_grad``, ``inference_mode``) around a run of ops, spelled as Dynamo records it, and in-place
 ops on inputs and views of inputs (``zero_``, ``mul_``, ``add_``, ``copy_``, ``fill_``, ``x[i] = c``)
-followed by split/cat/stack/unbind of what they wrote. What was drawn is in ``gm.meta["features"]``.
+followed by split/cat/stack/unbind of what they wrote, and an autocast region around a run of ops
+(``autocast_region``), maybe with a nested ``enabled=False`` region as Hugging Face's rotary code has;
+``as_function`` turns those into ``with torch.autocast(...)`` blocks, the source Dynamo sees from a
+user. What was drawn is in ``gm.meta["features"]``.
 """
 from __future__ import annotations
 
 import operator
 import random
+import re
+import types
 from dataclasses import dataclass
 from typing import Callable
 
@@ -44,6 +49,9 @@ class Features:
     grad_region: str | None = None     # one region of this mode (GRAD_REGIONS) around a run of op draws
     grad_base: bool = True             # the grad mode the graph runs under (a region restores it)
     leaves_require_grad: bool = False  # the inputs will require grad: only fresh clones are written
+    autocast_region: tuple[str, torch.dtype] | None = None  # (device type, dtype): one region around a run
+    autocast_off_inside: float = 0.0   # chance the region holds a nested ``enabled=False`` region
+    split_linear: float = 0.0          # chance an op draw is split -> a linear per piece -> cat (issue 41's)
 
 
 @dataclass
@@ -65,6 +73,7 @@ class _Builder:
         self.inplace_ops: list[str] = []           # e.g. "mul_ on a slice of an input"
         self.region: str | None = None             # the grad-mode region being built, if any
         self.inference_nodes: set[fx.Node] = set()  # made in an inference_mode region: never written
+        self.autocast: list[tuple] = []            # the open autocast regions: (enter node, enabled, dtype)
         for i in range(n_inputs):
             rank = rng.randint(2, 3)
             if features is not None and rng.random() < features.rank4:
@@ -356,7 +365,8 @@ class _Builder:
         else:
             wt = self.graph.call_method("t", (w.node,))
             node = self.graph.call_function(torch.matmul, (v.node, wt))
-        self.push(node, v.shape[:-1] + (m,))
+        lowp = self.autocast[-1][2] if self.autocast and self.autocast[-1][1] else None
+        self.push(node, v.shape[:-1] + (m,), lowp if self.dtype == torch.float32 else None)
 
     def norm(self):
         if not self.dtype.is_floating_point:
@@ -503,6 +513,40 @@ class _Builder:
             self.graph.call_function(torch._C._set_grad_enabled, (self.features.grad_base,))
         self.region = None
 
+    def split_linear(self):
+        """Split the last dim, a ``linear`` per piece (each its own weight, or one weight for all), cat:
+        the program whose rewrite issue 41 found changing dtypes under autocast."""
+        if not self.dtype.is_floating_point:
+            return self.matmul()
+        v, g, rng = self.pick(), self.graph, self.rng
+        k = v.shape[-1]
+        size = rng.randint(1, k)
+        sizes = [size] * (k // size) + ([k % size] if k % size else [])
+        m = rng.choice(DIMS)
+        shared = len(set(sizes)) == 1 and rng.random() < 0.5
+        sp = g.call_function(torch.split, (v.node, size), {"dim": -1})
+        ws = [self.add_input(f"w{len(self.inputs)}", (m, n)) for n in (sizes[:1] if shared else sizes)]
+        for w in ws:
+            self.pool.remove(w)
+        ys = [g.call_function(F.linear, (g.call_function(operator.getitem, (sp, i)), ws[0 if shared else i].node))
+              for i in range(len(sizes))]
+        lowp = self.autocast[-1][2] if self.autocast and self.autocast[-1][1] else None
+        self.push(g.call_function(torch.cat, (ys, -1)), v.shape[:-1] + (m * len(sizes),),
+                  lowp if self.dtype == torch.float32 else None)
+
+    def enter_autocast(self, device: str, dtype: torch.dtype, enabled: bool):
+        """``with torch.autocast(device, dtype, enabled=enabled):`` from here, as Dynamo records it."""
+        node = self.graph.call_function(torch.amp.autocast_mode._enter_autocast, (device, dtype, enabled, None))
+        node.meta["autocast_with"] = (f"torch.autocast({device!r}, dtype={dtype}, enabled={enabled})" if enabled
+                                      else f"torch.autocast({device!r}, enabled=False)")
+        self.autocast.append((node, enabled, dtype))
+        if enabled and self.dtype.is_floating_point:  # an op autocast casts, so the region matters
+            self.matmul()
+
+    def exit_autocast(self):
+        node = self.autocast.pop()[0]
+        self.graph.call_function(torch.amp.autocast_mode._exit_autocast, (node,))
+
     OPS = ("unary", "binary", "where", "split", "cat_or_stack", "slice", "view", "reduce", "matmul",
            "norm", "opaque")
 
@@ -513,6 +557,11 @@ def _viewable(t: torch.Tensor, shape) -> bool:
         return True
     except RuntimeError:
         return False
+
+
+def with_layout(t: torch.Tensor, layout: str, rng: random.Random) -> torch.Tensor:
+    """``t``'s values in ``layout`` (one of ``LAYOUTS``), for inputs drawn outside ``random_graph``."""
+    return _Builder(rng, t.dtype, 0).with_layout(t, layout)
 
 
 def copy_with_layout(t: torch.Tensor, device: str | torch.device | None = None) -> torch.Tensor:
@@ -535,20 +584,67 @@ def random_graph(rng: random.Random, n_ops: int = 8, dtype: torch.dtype | None =
     if region is not None:
         start = rng.randrange(n_ops)
         stop = rng.randint(start + 1, n_ops)
+    autocast = features.autocast_region if features is not None else None
+    spans = []  # autocast regions as [enter before op i, exit after op j - 1), outer first
+    if autocast is not None:
+        a = rng.randrange(n_ops)
+        spans.append((a, rng.randint(a + 1, n_ops)))
+        if rng.random() < features.autocast_off_inside:  # nested, as a ``with`` block must be
+            a = rng.randint(spans[0][0], spans[0][1] - 1)
+            spans.append((a, rng.randint(a + 1, spans[0][1])))
     for i in range(n_ops):
+        for k, (a, _) in enumerate(spans):
+            if i == a:
+                b.enter_autocast(autocast[0], autocast[1], enabled=k == 0)
         if region is not None and i == start:
             b.enter_region(region)
         if features is not None and b.region != "inference_mode" and rng.random() < features.inplace:
             b.inplace()
+        elif features is not None and features.split_linear and rng.random() < features.split_linear:
+            b.split_linear()
         else:
             getattr(b, rng.choice(_Builder.OPS))()
         if region is not None and i == stop - 1:
             b.exit_region()
+        for _, z in reversed(spans):
+            if i == z - 1:
+                b.exit_autocast()
     outs = {id(v.node): v.node for v in rng.sample(b.pool, min(len(b.pool), rng.randint(1, 3)))}
     outs[id(b.pool[-1].node)] = b.pool[-1].node
     b.graph.output(tuple(outs.values()))
     gm = fx.GraphModule(torch.nn.Module(), b.graph)
     if features is not None:
         gm.meta["features"] = {"layouts": [k for k in b.layouts if k != "contiguous"],
-                               "grad_region": region, "inplace": b.inplace_ops}
+                               "grad_region": region, "inplace": b.inplace_ops,
+                               "autocast_region": None if autocast is None else
+                               f"{autocast[0]}:{str(autocast[1]).split('.')[-1]}" + ("+off" if len(spans) > 1 else "")}
     return gm, b.inputs
+
+
+_ENTER = re.compile(r"^(\s*)(\w+) = torch\.amp\.autocast_mode\._enter_autocast\(")
+_EXIT = re.compile(r"^\s*\w+ = torch\.amp\.autocast_mode\._exit_autocast\(")
+
+
+def as_function(gm: fx.GraphModule) -> Callable:
+    """``gm``'s code as a function, each autocast enter/exit pair written as a ``with torch.autocast(...)``
+    block: Dynamo retracing the enter/exit calls records autocast's internals (``set_autocast_enabled``,
+    …), not the ``_enter_autocast`` a user's ``with`` gives. The function's ``code`` is its source."""
+    heads = {n.name: n.meta["autocast_with"] for n in gm.graph.nodes if "autocast_with" in n.meta}
+    if not heads:
+        return gm
+    lines, depth = [], 0
+    for line in gm.code.splitlines():
+        if m := _ENTER.match(line):
+            lines.append(f"{m[1]}{'    ' * depth}with {heads[m[2]]}:")
+            depth += 1
+        elif _EXIT.match(line):
+            depth -= 1
+        else:
+            lines.append(("    " * depth if line.startswith("    ") else "") + line)
+    src = "\n".join(lines) + "\n"
+    scope = dict(gm.forward.__func__.__globals__) if hasattr(gm.forward, "__func__") else {}
+    scope.setdefault("torch", torch)
+    exec(compile(src, f"<graphgen {id(gm)}>", "exec"), scope)  # noqa: S102 — our own generated code
+    fn = types.MethodType(scope["forward"], gm)
+    fn.__func__.code = src
+    return fn

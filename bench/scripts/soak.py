@@ -12,6 +12,18 @@ layouts. A case runs in one of three modes: inference (grad on, nothing requires
 (the inputs require grad; only fresh clones are written) and ``no_grad`` (the inputs require grad, the
 call runs under ``torch.no_grad()`` with an ``enable_grad`` region).
 
+Each case also draws (issue 41) the context it runs in, from its own stream (``_draw_context``):
+ambient autocast at call time (CPU bfloat16; CUDA float16 or bfloat16), an autocast region inside the
+function (a ``with torch.autocast(...)`` block, maybe with a nested ``enabled=False`` one; programs
+also draw issue 41's split → linear per piece → cat), ``torch.set_float32_matmul_precision`` at
+compile and call time (restored after), and, for a quarter of the training cases, instead of a random graph a
+mixed-precision training step of an ``nn.Module`` (``bench.mpmodules``: ``Linear``/``LayerNorm`` groups
+on split pieces). In a case whose context changes precision, output dtypes must be eager's, and
+gradients (of inputs and parameters) may be off eager's by at most twice what the same compile
+without eqsat is off plus a floor (``_grad_tolerance``), not the loose default. The record's
+``context`` says what was drawn; the summary counts it. ``--no-contexts``: a seed's program and run as
+before issue 41 (what the regression tests that name a seed use).
+
 By default a case is compiled by Dynamo with the eqsat pre-grad pass, then AOTAutograd's forward
 (and backward) graphs go through the post-grad pass, mutation epilogue included, and run eagerly
 (Inductor's codegen is not what is soaked). ``--inductor`` compiles through the real backend
@@ -31,6 +43,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import collections
+import copy
 import dataclasses
 import json
 import logging
@@ -48,7 +61,8 @@ from typing import Callable
 import torch
 from functorch.compile import make_boxed_func
 
-from bench.graphgen import FLOAT_DTYPES, Features, copy_with_layout, random_graph
+from bench.graphgen import FLOAT_DTYPES, LAYOUTS, Features, as_function, copy_with_layout, random_graph, with_layout
+from bench.mpmodules import random_module
 from fx_bridge import torch_compat
 from fx_bridge.aliasing import inductor_view
 from fx_bridge.backend import EqsatBackend, _trains, optimize_or_keep
@@ -56,7 +70,9 @@ from fx_bridge.options import Options
 from fx_bridge.post_grad import EqsatPostGradPass
 
 MODES = ("infer", "train", "no_grad")
-KINDS = ("crash", "aliasing", "requires_grad", "strides", "values", "inputs", "gradients", "lost")
+KINDS = ("crash", "aliasing", "requires_grad", "dtype", "strides", "values", "inputs", "gradients", "lost")
+AUTOCAST_DTYPES = {"cpu": (torch.bfloat16,), "cuda": (torch.float16, torch.bfloat16)}
+MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 # -- the cases ----------------------------------------------------------------------------------------
@@ -68,6 +84,17 @@ class Case:
     inputs: list[torch.Tensor]    # in their layouts; copied per run with ``copy_with_layout``
     features: dict = dataclasses.field(default_factory=dict)  # gm.meta["features"]
     redrawn: int = 0              # programs eager rejected before this one
+    context: dict = dataclasses.field(default_factory=dict)  # _draw_context's: ambient autocast, matmul precision
+
+    @property
+    def module(self) -> bool:
+        return isinstance(self.gm, torch.nn.Module) and not isinstance(self.gm, torch.fx.GraphModule)
+
+    @property
+    def tight(self) -> bool:
+        """The context changes precision: dtypes and gradients are held to the compile without eqsat's."""
+        return bool(self.context.get("autocast") or self.features.get("autocast_region") or self.module
+                    or self.context.get("matmul_precision") not in (None, "highest"))
 
     @property
     def grad_mode(self) -> bool:
@@ -117,13 +144,57 @@ def _draw(rng: random.Random, train: bool) -> tuple[str, torch.dtype | None, Fea
     return mode, dtype, features
 
 
-def make_case(seed: int, train: bool, attempts: int = 10) -> Case:
-    """Case ``seed``: the first program of its draws that eager runs (forward and backward)."""
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).split(".")[-1]
+
+
+def _draw_context(seed: int, train: bool, device: str) -> tuple[dict, tuple | None]:
+    """The context of case ``seed``, from a stream of its own (the program drawn stays the seed's):
+    the record's ``context`` and the autocast region to put in the program (device type, dtype)."""
+    rng = random.Random(f"{seed}/context")
+    module = train and rng.random() < 0.25
+    ambient = rng.random() < (0.6 if module else 0.3)
+    dtype = rng.choice(AUTOCAST_DTYPES[device])
+    region = (device, rng.choice(AUTOCAST_DTYPES[device])) if rng.random() < (0.3 if module else 0.25) else None
+    precision = rng.choice(MATMUL_PRECISIONS) if rng.random() < 0.3 else None
+    context = {"autocast": f"{device}:{_dtype_name(dtype)}" if ambient else None, "matmul_precision": precision,
+               "module": module}
+    return context, region
+
+
+def _module_case(seed: int, rng: random.Random, context: dict, region: tuple | None, device: str,
+                 redrawn: int) -> Case:
+    """A mixed-precision training step of a random ``SplitGroups`` module; its input maybe in a layout."""
+    m, inputs = random_module(rng, device, region[1] if region else None)
+    layouts = []
+    if rng.random() < 0.35:
+        layout = rng.choice([k for k in LAYOUTS if k != "channels_last"])
+        inputs = [with_layout(inputs[0], layout, rng)]
+        layouts.append(layout)
+    features = {"layouts": layouts, "grad_region": "no_grad" if m.no_grad_scale else None,
+                "inplace": ["setitem on a value"] if m.inplace else [], "module": m.describe(),
+                "autocast_region": (f"{region[0]}:{_dtype_name(region[1])}" if region else None)}
+    if m.rotary:  # its enabled=False block
+        features["autocast_off"] = True
+    return Case(seed, "train", m, inputs, features, redrawn, context)
+
+
+def make_case(seed: int, train: bool, attempts: int = 10, device: str = "cpu", contexts: bool = True) -> Case:
+    """Case ``seed``: the first program of its draws that eager runs (forward and backward), in the
+    context ``_draw_context`` draws for it (autocast regions for ``device``); ``contexts=False``: the
+    seed's program as the soak drew it before issue 41, in no context."""
+    context, region = _draw_context(seed, train, device) if contexts else ({}, None)
     for attempt in range(attempts):
         rng = random.Random(seed if attempt == 0 else f"{seed}/{attempt}")
-        mode, dtype, features = _draw(rng, train)
-        gm, inputs = random_graph(rng, n_ops=rng.randint(2, 12), dtype=dtype, features=features)
-        case = Case(seed, mode, _with_aliasing_outputs(gm, rng), inputs, gm.meta["features"], attempt)
+        if context.get("module"):
+            case = _module_case(seed, rng, context, region, device, attempt)
+        else:
+            mode, dtype, features = _draw(rng, train)
+            features.autocast_region, features.autocast_off_inside = region, 0.4
+            features.split_linear = 0.1 if contexts else 0.0
+            gm, inputs = random_graph(rng, n_ops=rng.randint(2, 12), dtype=dtype, features=features)
+            gm = _with_aliasing_outputs(gm, rng)
+            case = Case(seed, mode, as_function(gm), inputs, gm.meta["features"], attempt, context)
         if _eager_accepts(case):
             return case
     raise RuntimeError(f"soak: no program eager accepts in {attempts} draws of seed {seed}")
@@ -136,15 +207,41 @@ def _copies(case: Case, device: str) -> list[torch.Tensor]:
     return xs
 
 
+def _program(case: Case, device: str, dtype: torch.dtype | None = None):
+    """What a run calls: the program, or a fresh copy of the module (its own parameters and grads)."""
+    if not case.module:
+        return case.gm
+    return copy.deepcopy(case.gm).to(device, dtype)
+
+
+@contextlib.contextmanager
+def _ambient(case: Case):
+    """The case's context around a compile and call: grad mode, matmul precision, ambient autocast."""
+    precision = torch.get_float32_matmul_precision()
+    autocast = case.context.get("autocast")
+    try:
+        if case.context.get("matmul_precision"):
+            torch.set_float32_matmul_precision(case.context["matmul_precision"])
+        with torch.set_grad_enabled(case.grad_mode):  # restores the caller's mode, even on an error
+            if autocast:
+                device, dtype = autocast.split(":")
+                with torch.autocast(device, dtype=getattr(torch, dtype)):
+                    yield
+            else:
+                yield
+    finally:
+        torch.set_float32_matmul_precision(precision)
+
+
 def _run(case: Case, fn, xs: list[torch.Tensor]) -> tuple:
-    with torch.set_grad_enabled(case.grad_mode):  # restores the caller's mode, even on an error
+    with _ambient(case):
         out = fn(*xs)
     return (out,) if isinstance(out, torch.Tensor) else tuple(out)
 
 
 def _eager_accepts(case: Case) -> bool:
     try:
-        outs = _run(case, case.gm, _copies(case, "cpu"))
+        outs = _run(case, _program(case, "cpu"), _copies(case, "cpu"))
         loss = [o.float().sum() for o in outs if o.requires_grad]
         if loss:
             sum(loss).backward()
@@ -385,7 +482,7 @@ def _float64_outputs(case: Case, device: str) -> tuple | None:
     """The program's outputs computed in float64 from the same inputs; None where it cannot run so."""
     xs = [x.detach().to(torch.float64) if x.is_floating_point() else x for x in _copies(case, device)]
     try:
-        return _run(case, case.gm, xs)
+        return _run(case, _program(case, device, torch.float64), xs)
     except Exception:  # noqa: BLE001 — a program written for its dtype: no reference, the mismatch stands
         return None
     finally:
@@ -405,12 +502,33 @@ def _as_close_as_eager(got: torch.Tensor, want: torch.Tensor, exact) -> bool:
     return err(got) <= 2 * err(want) + 1e-5  # assert_close's default atol for these dtypes
 
 
+def _grad_tolerance(want: torch.Tensor, ref: float) -> float:
+    """In a context that changes precision, how far a gradient may be off eager's: twice what the
+    compile without eqsat is off (``ref``; Inductor's fused kernels round otherwise), plus a floor for
+    a rewrite's other summation order: 2**-12 of the largest element for a float32 gradient (a
+    bfloat16 result where eager's is float32, or the reverse, is off by ~2**-8 of it), four ulps for
+    a half-precision one, and ``assert_close``'s float32 atol, 1e-5: float32 rounding in a
+    ``LayerNorm``'s backward scales with the loss, not with this gradient (soak seed 100173t, a float32
+    module: 1.6e-6 off where the largest element is 1e-3). Issue 41's module: eqsat 6.4e-4 off,
+    Inductor 9.2e-5."""
+    step = max(2.0**-12, 4 * torch.finfo(want.dtype).eps)
+    return 2 * ref + step * want.float().abs().max().item() + 1e-5
+
+
 def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str = "cpu",
-            stats: collections.Counter | None = None) -> list[tuple[str, str]]:
+            stats: collections.Counter | None = None, params: tuple = ((), ()), ref: dict | None = None,
+            errors: dict | None = None) -> list[tuple[str, str]]:
     """What differs between the compiled run (outputs ``got``, inputs ``a`` afterwards) and eager's
-    (``want``, ``b``): a list of (kind, detail), kinds from ``KINDS``; gradients are taken here."""
+    (``want``, ``b``): a list of (kind, detail), kinds from ``KINDS``; gradients are taken here, of the
+    inputs and of ``params`` (the compiled module's named parameters, eager's). With ``ref`` (the
+    compile without eqsat's gradient errors, by name) gradients are held to ``_grad_tolerance``;
+    each gradient's error is written to ``errors``."""
     problems: list[tuple[str, str]] = []
     stats = stats if stats is not None else collections.Counter()
+    errors = errors if errors is not None else {}
+    dg, dw = [str(o.dtype) for o in got], [str(o.dtype) for o in want]
+    if dg != dw:
+        problems.append(("dtype", f"{dg} != eager's {dw}"))
     if _signature(a, list(got)) != _signature(b, list(want)):
         problems.append(("aliasing", f"{_signature(a, list(got))} != eager's {_signature(b, list(want))}"))
     rg, rw = [o.requires_grad for o in got], [o.requires_grad for o in want]
@@ -439,19 +557,31 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
         loss_b = sum((g.float() * w).sum() for g, w in zip(want, ws) if g.requires_grad)
         loss_a.backward()
         loss_b.backward()
-        for i, (x, y) in enumerate(zip(a, b)):
+        named = [(f"input {i}", x, y) for i, (x, y) in enumerate(zip(a, b))]
+        named += [(f"parameter {n}", x, y) for (n, x), (_, y) in zip(*params)]
+        for name, x, y in named:
             if (x.grad is None) != (y.grad is None):
-                problems.append(("gradients", f"input {i}: grad {'None' if x.grad is None else 'set'}, eager's "
+                problems.append(("gradients", f"{name}: grad {'None' if x.grad is None else 'set'}, eager's "
                                               f"{'None' if y.grad is None else 'set'}"))
             elif x.grad is not None:
-                _close("gradients", problems, x.grad, y.grad, rtol=1e-2, atol=_grad_atol(y.grad),
-                       msg=lambda m, i=i: f"input {i}: {m}")
+                if x.grad.shape == y.grad.shape and x.grad.dtype == y.grad.dtype:
+                    errors[name] = (x.grad.double() - y.grad.double()).abs().nan_to_num(float("inf")).max().item() \
+                        if x.grad.numel() else 0.0
+                if ref is None:
+                    _close("gradients", problems, x.grad, y.grad, rtol=1e-2, atol=_grad_atol(y.grad),
+                           msg=lambda m, name=name: f"{name}: {m}")
+                else:
+                    tol = _grad_tolerance(y.grad, ref.get(name, 0.0))
+                    _close("gradients", problems, x.grad, y.grad, rtol=0.0, atol=tol,
+                           msg=lambda m, name=name, tol=tol, r=ref.get(name, 0.0):
+                           f"{name} (tolerance {tol:.3g}; without eqsat off by {r:.3g}): {m}")
     return problems
 
 
-def run_case(seed: int, train: bool, backend=None, device: str = "cpu", inductor: bool = False) -> dict:
+def run_case(seed: int, train: bool, backend=None, device: str = "cpu", inductor: bool = False,
+             contexts: bool = True) -> dict:
     """Case ``seed`` (a training case if ``train``) through the backend, checked against eager."""
-    return check(make_case(seed, train), backend, device, inductor)
+    return check(make_case(seed, train, device=device, contexts=contexts), backend, device, inductor)
 
 
 def check(case: Case, backend=None, device: str = "cpu", inductor: bool = False) -> dict:
@@ -463,16 +593,23 @@ def check(case: Case, backend=None, device: str = "cpu", inductor: bool = False)
     ours = backend is None
     if backend is None:
         backend = _Inductor() if inductor else _backend(reports)
+    plain = None
+    if ours and case.tight:  # the compile without eqsat's own errors set the tolerances
+        plain = check(case, _plain_backend(inductor), device, inductor)
     torch_compat.reset_dynamo()
-    compiled = torch.compile(lambda *xs: case.gm(*xs), backend=backend, fullgraph=False)
+    fa, fb = _program(case, device), _program(case, device)
+    compiled = torch.compile(lambda *xs: fa(*xs), backend=backend, fullgraph=False)
     result = {"seed": case.seed, "train": case.mode == "train", "mode": case.mode, "problem": None,
-              "features": case.features, "redrawn": case.redrawn}
+              "features": case.features, "redrawn": case.redrawn, "context": case.context}
     a, b = _copies(case, device), _copies(case, device)
+    params = (list(fa.named_parameters()), list(fb.named_parameters())) if case.module else ((), ())
     problems: list[tuple[str, str]] = []
+    errors: dict = {}
     try:
-        want = _run(case, case.gm, b)
+        want = _run(case, fb, b)
         got = _run(case, compiled, a)
-        problems = compare(case, got, want, a, b, device, stats)
+        problems = compare(case, got, want, a, b, device, stats, params,
+                           plain.get("grad_errors", {}) if plain is not None else None, errors)
     except Exception as e:  # noqa: BLE001 — a crash of the compiled function is a finding too
         tb = traceback.format_exc()
         problems = [("crash", f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")]
@@ -486,8 +623,11 @@ def check(case: Case, backend=None, device: str = "cpu", inductor: bool = False)
         reports = backend.reports()
     stats.update(_RESTRIDED)
     _RESTRIDED.clear()
+    if errors:
+        result["grad_errors"] = errors
     if problems and ours:  # the same difference without eqsat is not ours
-        theirs = {k for k, _ in check(case, _plain_backend(inductor), device, inductor)["problems"]}
+        plain = plain if plain is not None else check(case, _plain_backend(inductor), device, inductor)
+        theirs = {k for k, _ in plain["problems"]}
         result["without_eqsat_too"] = sorted({k for k, _ in problems if k in theirs})
         problems = [(k, d) for k, d in problems if k not in theirs]
     result["problems"] = problems
@@ -503,12 +643,14 @@ def check(case: Case, backend=None, device: str = "cpu", inductor: bool = False)
     return result
 
 
-def reproducer(seed: int, train: bool) -> str:
-    """The program of case ``seed`` and its inputs' layouts, to paste into an issue."""
-    case = make_case(seed, train)
+def reproducer(seed: int, train: bool, device: str = "cpu", contexts: bool = True) -> str:
+    """The program of case ``seed``, its inputs' layouts and its context, to paste into an issue."""
+    case = make_case(seed, train, device=device, contexts=contexts)
     layouts = [f"{tuple(x.shape)} stride {x.stride()} offset {x.storage_offset()} {x.dtype}" for x in case.inputs]
+    code = (f"{case.gm!r}\n# {case.features['module']}" if case.module else case.gm.code).strip()
     return (f"# seed {seed} ({case.mode}; python -m bench.scripts.soak --case {seed}{' --train' if train else ''})\n"
-            f"# inputs: {'; '.join(layouts)}\n{case.gm.code.strip()}\n")
+            f"# context: {json.dumps(case.context)}\n"
+            f"# inputs: {'; '.join(layouts)}\n{code}\n")
 
 
 # -- the command --------------------------------------------------------------------------------------
@@ -521,7 +663,7 @@ def _limit_memory(gb: float | None) -> None:
 
 
 def _worker(args):
-    seed, train, device, inductor = args
+    seed, train, device, inductor, contexts = args
     torch.set_num_threads(1)
     os.environ["EQSAT_CACHE"] = "0"  # every case runs the optimizer: no graph comes from fx_bridge.cache
     if inductor:
@@ -534,7 +676,7 @@ def _worker(args):
     torch_compat.skip_guard_latency_profile()            # telemetry only: 7 % of a case's CPU
     t0, cpu0 = time.perf_counter(), time.process_time()
     try:
-        result = run_case(seed, train, device=device, inductor=inductor)
+        result = run_case(seed, train, device=device, inductor=inductor, contexts=contexts)
     except Exception as e:  # noqa: BLE001 — never lose the other cases over one
         result = {"seed": seed, "train": train, "mode": "?", "problem": "crash", "problems": [],
                   "detail": f"soak itself: {type(e).__name__}: {e}", "features": {}, "redrawn": 0,
@@ -552,7 +694,7 @@ def _serve(conn, memory_gb: float | None, work: Callable = _worker) -> None:
 
 
 def _lost(job, why: str) -> dict:
-    seed, train, _, _ = job
+    seed, train = job[:2]
     return {"seed": seed, "train": train, "mode": "?", "problem": "lost", "problems": [("lost", why)],
             "detail": f"{why} (rerun it with --case {seed}{' --train' if train else ''})", "features": {},
             "redrawn": 0, "fallbacks": [], "changed": 0}
@@ -636,6 +778,40 @@ def run_cases(jobs: list[tuple], workers: int, case_timeout: float, memory_gb: f
             retire(s, kill=True)
 
 
+def _contexts(results: list[dict]) -> dict:
+    """Cases per drawn context (issue 41): ambient autocast, autocast regions in the function (``+off``:
+    with a nested ``enabled=False`` one), matmul precision, module training steps, and how often each
+    met the other features (layouts, grad-mode regions, in-place writes)."""
+    c = {"ambient_autocast": collections.Counter(), "autocast_region": collections.Counter(),
+         "matmul_precision": collections.Counter(), "with_other_features": collections.Counter()}
+    n = collections.Counter()
+    for r in results:
+        ctx, f = r.get("context") or {}, r.get("features") or {}
+        drawn = []
+        if ctx.get("autocast"):
+            c["ambient_autocast"][ctx["autocast"]] += 1
+            drawn.append("ambient_autocast")
+        if f.get("autocast_region"):
+            c["autocast_region"][f["autocast_region"]] += 1
+            drawn.append("autocast_region")
+        if f.get("autocast_off") or "+off" in (f.get("autocast_region") or ""):
+            n["autocast_disabled_region"] += 1
+        if ctx.get("matmul_precision"):
+            c["matmul_precision"][ctx["matmul_precision"]] += 1
+            drawn.append("matmul_precision")
+        if ctx.get("module"):
+            n["module_training_steps"] += 1
+            n["module_steps_under_autocast"] += bool(ctx.get("autocast") or f.get("autocast_region"))
+            drawn.append("module")
+        if drawn:
+            n["with_context"] += 1
+            n["with_two_or_more_contexts"] += len(drawn) >= 2
+        for other in ("layouts", "grad_region", "inplace"):
+            if f.get(other):
+                c["with_other_features"].update(f"{d}+{other}" for d in drawn)
+    return {**{k: dict(sorted(v.items())) for k, v in c.items()}, **n}
+
+
 def _features(results: list[dict]) -> dict:
     """Cases per drawn feature: input layouts, grad-mode regions, in-place writes (to inputs or views)."""
     c = {"layouts": collections.Counter(), "grad_regions": collections.Counter(), "inplace": collections.Counter()}
@@ -674,6 +850,7 @@ def totals(results: list[dict]) -> dict:
         "without_eqsat_too_by_kind": dict(sorted(collections.Counter(
             k for r in results for k in r.get("without_eqsat_too", ())).items())),
         "features": _features(results),
+        "contexts": _contexts(results),
         "redrawn": sum(r.get("redrawn", 0) for r in results),
         "dense_for_non_dense": sum(r.get("dense_for_non_dense", 0) for r in results),
         "restrided": sum(r.get("restrided", 0) for r in results),
@@ -686,7 +863,7 @@ def totals(results: list[dict]) -> dict:
 
 def summarize(results: list[dict]) -> str:
     t = totals(results)
-    f = t["features"]
+    f, c = t["features"], t["contexts"]
 
     def kinds(c):
         return ", ".join(f"{k} {v}" for k, v in c.items()) or "none"
@@ -698,6 +875,12 @@ def summarize(results: list[dict]) -> str:
             f"features: input layouts in {f.get('with_layouts', 0)} cases ({kinds(f['layouts'])}), grad-mode regions "
             f"in {f.get('with_grad_region', 0)} ({kinds(f['grad_regions'])}), in-place writes in "
             f"{f.get('with_inplace', 0)} ({f.get('writing_inputs', 0)} to inputs or their views; {kinds(f['inplace'])}); "
+            f"contexts in {c.get('with_context', 0)} cases ({c.get('with_two_or_more_contexts', 0)} with two or more): "
+            f"ambient autocast {kinds(c['ambient_autocast'])}; autocast regions {kinds(c['autocast_region'])} "
+            f"({c.get('autocast_disabled_region', 0)} with an enabled=False region); matmul precision "
+            f"{kinds(c['matmul_precision'])}; {c.get('module_training_steps', 0)} module training steps "
+            f"({c.get('module_steps_under_autocast', 0)} under autocast); with other features: "
+            f"{kinds(c['with_other_features'])}; "
             f"{t['called_under_no_grad']} inference cases called under no_grad; "
             f"{t['redrawn']} programs eager rejects redrawn; {t['dense_for_non_dense']} outputs "
             f"dense where eager's layout is not (as aliasing.py allows), {t['restrided']} "
@@ -718,6 +901,8 @@ def main(argv=None) -> int:
                     help="compile through the real backend (inner Inductor, post-grad pass) instead of running AOT's graphs eagerly")
     ap.add_argument("--case", type=int, default=None, help="print one case's program (with --train: a training case)")
     ap.add_argument("--train", action="store_true", help="with --case")
+    ap.add_argument("--no-contexts", dest="contexts", action="store_false",
+                    help="draw no context (autocast, matmul precision, module steps): a seed's program and run as before issue 41")
     ap.add_argument("--out", default=None, help="write every case as JSON lines here, as it ends")
     ap.add_argument("--summary", default=None, help="write the totals as JSON here (also on Ctrl-C or a timeout's SIGTERM)")
     ap.add_argument("--memory-gb", type=float, default=6.0,
@@ -727,15 +912,16 @@ def main(argv=None) -> int:
                          "fresh worker goes on (--stall: the old name)")
     args = ap.parse_args(argv)
     if args.case is not None:
-        print(reproducer(args.case, args.train), end="")
-        result = run_case(args.case, args.train, device=args.device, inductor=args.inductor)
+        print(reproducer(args.case, args.train, args.device, args.contexts), end="")
+        result = run_case(args.case, args.train, device=args.device, inductor=args.inductor, contexts=args.contexts)
         print(json.dumps({k: v for k, v in result.items() if k != "traceback"}))
         print(result.get("traceback", ""), end="")
         return 1 if result["problem"] else 0
     if args.seeds:
-        jobs = [(int(s.rstrip("t")), s.endswith("t"), args.device, args.inductor) for s in args.seeds.split(",")]
+        jobs = [(int(s.rstrip("t")), s.endswith("t"), args.device, args.inductor, args.contexts)
+                for s in args.seeds.split(",")]
     else:
-        jobs = [(args.seed + i, i % 2 == 1, args.device, args.inductor) for i in range(args.cases)]
+        jobs = [(args.seed + i, i % 2 == 1, args.device, args.inductor, args.contexts) for i in range(args.cases)]
     t0 = time.perf_counter()
     results: list[dict] = []
     memory = args.memory_gb if args.device == "cpu" else None  # CUDA reserves address space of its own
@@ -771,7 +957,7 @@ def main(argv=None) -> int:
         with open(args.summary, "w") as f:
             json.dump({**totals(results), "requested": len(jobs), "interrupted": interrupted,
                        "seconds": round(seconds, 1), "workers": args.workers, "case_timeout": args.case_timeout,
-                       "seed": args.seed, "device": args.device, "inductor": args.inductor,
+                       "seed": args.seed, "device": args.device, "inductor": args.inductor, "draws_contexts": args.contexts,
                        "torch": torch.__version__, "command": " ".join(sys.argv), "line": line}, f, indent=1)
     return 1 if interrupted or any(r["problem"] for r in results) else 0
 

@@ -1,7 +1,8 @@
 """CI's share of the soak (``python -m bench.scripts.soak`` runs 10,000): 200 random graphs through the
 backend, inference, training and calls under ``no_grad``, with inputs in other layouts, grad-mode
-regions and in-place writes (``bench.graphgen.Features``); values, strides, requires_grad, storage
-relations, written inputs and gradients against eager. The fast tier runs 40 of them (~20 s of CPU a
+regions and in-place writes (``bench.graphgen.Features``), in the contexts issue 41 added (ambient
+autocast, autocast regions, matmul precision, mixed-precision module training steps); values, dtypes,
+strides, requires_grad, storage relations, written inputs and gradients against eager. The fast tier runs 40 of them (~20 s of CPU a
 chunk of 20), the slow tier the other 160: CI runs both."""
 import collections
 import logging
@@ -16,7 +17,9 @@ FAST_CHUNKS = 2  # 40 cases in the fast tier (`make test`); the other 160 in the
 
 # Seeds of this share that meet a known bug of ours: each must still fail as written (a fix shows
 # here, and its seed comes out of the list). See tests/trust/test_soak_programs.py for the programs.
-KNOWN: dict[int, tuple[str, str]] = {}
+_AUTOCAST = "issue 41: eqsat's pre-grad rewrite of linears on split pieces returns float32 where eager returns bfloat16"
+KNOWN: dict[int, tuple[str, str]] = {seed: ("dtype", _AUTOCAST) for seed in (100003, 100011, 100083, 100087,
+                                                                               100095, 100109, 100115, 100159)}
 # Not run: seeds whose compile does not end (100055's analysis did, until rules/listpat.py's walk took
 # one match per element; test_soak_programs.py has its program).
 HANGS: dict[int, str] = {}
@@ -52,6 +55,10 @@ def test_the_share_covers_layouts_grad_regions_and_inplace_writes():
         features.update(w.split()[0] for w in f["inplace"])
         features["writes to inputs"] += any("input" in w for w in f["inplace"])
         features["mode " + case.mode] += 1
+        features["ambient " + str(case.context["autocast"])] += 1
+        features["region " + str(f["autocast_region"])] += 1
+        features["precision " + str(case.context["matmul_precision"])] += 1
+        features["module"] += case.context["module"]
     for layout in ("transposed", "channels_last", "expanded", "sliced"):
         assert features[layout] >= 5, features
     for region in ("no_grad", "enable_grad", "inference_mode"):
@@ -59,3 +66,7 @@ def test_the_share_covers_layouts_grad_regions_and_inplace_writes():
     for op in ("zero_", "mul_", "add_", "copy_", "fill_", "setitem"):
         assert features[op] >= 5, features
     assert features["writes to inputs"] >= 20 and features["mode no_grad"] >= 5, features
+    assert features["ambient cpu:bfloat16"] >= 20 and features["module"] >= 5, features
+    assert features["region cpu:bfloat16"] + features["region cpu:bfloat16+off"] >= 20, features
+    for precision in ("highest", "high", "medium"):
+        assert features["precision " + precision] >= 5, features

@@ -3,7 +3,9 @@
 egglog keeps no provenance, so this reads it off the result: every e-class whose chosen e-node is not
 the input program's was rewritten by some rule whose pattern has the input node's constructor at its
 root and whose replacement builds the chosen one (``rewrite_heads``). Nodes inserted from Python
-(horizontal fusion groups) are attributed exactly, through the ``let`` that inserted them.
+(horizontal fusion groups) are attributed exactly, through the ``let`` that inserted them; where a
+rule then rewrote the inserted form (a batched ``bmm`` decomposed into a product and a sum), that
+rule is attributed too, read off the class's other e-nodes as for the input's.
 """
 from __future__ import annotations
 
@@ -34,14 +36,21 @@ def rules_by_class(view: EGraphView, choice: Choice, original: Mapping[str, set[
     for cls, node_id in choice.items():
         if view.sort.get(cls) != "Tensor":
             continue
-        if cls in by_class and node_id not in original.get(cls, ()):
-            out[cls] = [by_class[cls]]
-            continue
         after = view.nodes[node_id].ctor
+        if cls in by_class and node_id not in original.get(cls, ()):
+            others = {view.nodes[n].ctor for n in view.classes.get(cls, ()) if n != node_id} - {after}
+            out[cls] = [by_class[cls], *_rewrites(heads, others, after)]
+            continue
         befores = [view.nodes[n].ctor for n in original.get(cls, ()) if n != node_id] or (
             [None] if cls not in original else [])
-        names = [name for before in befores for name, (lhs, rhs) in heads.items()
-                 if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs]
+        names = _rewrites(heads, befores, after)
         if names:
             out[cls] = names
     return out
+
+
+def _rewrites(heads: Mapping[str, tuple[set[str], set[str]]], befores: Iterable[str | None],
+              after: str) -> list[str]:
+    """The rules that rewrite a node of one of the ``befores`` constructors into an ``after`` one."""
+    return [name for before in befores for name, (lhs, rhs) in heads.items()
+            if (not lhs or before in lhs) and (after in rhs or "*" in rhs) and rhs]

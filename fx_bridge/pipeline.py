@@ -31,11 +31,12 @@ from eqsat.serialized import EGraphView
 from eqsat.sizes import SizeOverflow
 from rules.library import select, shape_rules
 
-from . import inductor_probe, torch_compat, verify
+from . import equivalence, inductor_probe, torch_compat, verify
 from .horizontal import POINTWISE_BATCHES, horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
 from .clusters import optimize_clusters
+from .context import Context, switched_off
 from .functionalize import functionalize_intermediates
 from .lower import Lowered, Unsupported, lower, random_nodes
 from .options import Options, device_of
@@ -89,7 +90,8 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              options: Options | dict | None = None,
              user_outputs: int | None = None, frozen_params: bool = False,
              train_step: bool = False, copied_back: int = 0,
-             allowance: Allowance | None = None, combo: bool | str = "config") -> tuple[torch.fx.GraphModule, Report]:
+             allowance: Allowance | None = None, combo: bool | str = "config",
+             context: Context | None = None) -> tuple[torch.fx.GraphModule, Report]:
     """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
     which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``;
@@ -102,7 +104,11 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     ``combo``: Inductor's combo kernels in the compile after us: True/False, "config" (Inductor's
     config as it is now: a post-grad pass runs inside that compile), or "decide" (Inductor's count
     decides them with the program: ``Report.combo_kernels``); the cost model prices them unless off
-    (``CostModel.combo_kernels``: they nearly always go on where Inductor decides)."""
+    (``CostModel.combo_kernels``: they nearly always go on where Inductor decides).
+    ``context``: the ambient state the graph means something in (None: captured now, as the
+    pre-grad pass runs where Dynamo guarded it); it switches rules off and the result is checked in
+    it (``fx_bridge.equivalence``) before it is returned."""
+    ctx = context or Context.capture()
     opts = options if isinstance(options, Options) else Options.of(options)
     base = opts.cost or CostModel.for_device(device_of(example_inputs))
     combo = torch_compat.inductor_config_value("combo_kernels") if combo == "config" else combo
@@ -114,11 +120,18 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     if not cost.batch_pointwise:
         opts = dataclasses.replace(opts, disabled=(*opts.disabled, *POINTWISE_BATCHES))
     report = Report(graph_nodes=len(gm.graph.nodes))
+    report.context_disabled = switched_off(select(opts.families, opts.disabled, opts.extra_rules), ctx,
+                                           {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)})
+    if report.context_disabled:
+        opts = dataclasses.replace(opts, disabled=(*opts.disabled, *report.context_disabled))
     setting = _COMBO.set(combo)
     with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
         report.budget_seconds = deadline.seconds
         try:
             new_gm, report = _optimize(gm, example_inputs, opts, report, deadline, Outputs(user_outputs, copied_back))
+            if new_gm is not gm:
+                with _phase(report, "equivalence"):
+                    new_gm = equivalence.checked(gm, new_gm, example_inputs, ctx, report, user_outputs)
             if new_gm is not gm:
                 torch_compat.keep_dynamo_identity(gm, new_gm)
             return new_gm, report

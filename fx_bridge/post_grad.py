@@ -33,6 +33,7 @@ from eqsat.deadline import Allowance
 
 from . import artifacts, cache, torch_compat
 from .cache.key import source_hash
+from .context import Context
 from .fallback import kept_original
 from .noop_outputs import refuse_new_merges
 from .options import Options, device_of
@@ -90,7 +91,8 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
 
         def run() -> tuple[torch.fx.GraphModule, Report]:
             from .pipeline import optimize  # the optimizer's imports (egglog) only when it runs: not on a cache hit
-            return optimize(body, inputs, options, user, copied_back=len(epilogue), allowance=allowance)
+            return optimize(body, inputs, options, user, copied_back=len(epilogue), allowance=allowance,
+                            context=Context.capture().for_aten())
 
         new_gm, report = (cache.optimized("post_grad", body, inputs, options, device_of(inputs),
                                           {"user_outputs": user, "copied_back": len(epilogue)}, run)

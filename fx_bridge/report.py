@@ -39,6 +39,10 @@ class Report:
     combo_launches: dict[str, int] = field(default_factory=dict)  # the program handed on: Inductor's
     #                                          launches "without" and "with" combo kernels
     notes: list[str] = field(default_factory=list)  # decisions worth knowing (kept input: why)
+    context_disabled: dict[str, str] = field(default_factory=dict)  # rules the compile's context switched
+    #                                          off (fx_bridge.context) → why
+    refused: str = ""                        # why the equivalence check (fx_bridge.equivalence) refused the
+    #                                          rewritten graph and kept the input ("" when it passed or did not run)
     cache: str = ""                          # "hit" (from the persistent cache), "miss" (computed, stored)
     #                                          or "off" (fx_bridge.cache); "" when the cache was not asked
 
@@ -58,6 +62,8 @@ class Report:
 
     def summary(self) -> str:
         cached = f"; cache {self.cache}" if self.cache else ""
+        cached += f"; refused: {self.refused}" if self.refused else ""
+        cached += f"; off in this context: {', '.join(sorted(self.context_disabled))}" if self.context_disabled else ""
         if self.skipped:
             return f"eqsat: graph of {self.graph_nodes} nodes skipped: {self.skipped}{cached}"
         fired = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_fired.items())) or "none"

@@ -3,7 +3,9 @@
 Two compiles share a key only when the optimizer would see the same thing: the graph (nodes, targets,
 arguments, and every node's value: shape or symbolic size with its example value, dtype, strides,
 storage offset, device, requires_grad, which inputs share storage), the facts of the compile (the pass,
-frozen parameters, a derived backward, which outputs the user sees), the options, the rules (our
+frozen parameters, a derived backward, which outputs the user sees), the ambient context it is compiled
+in (``fx_bridge.context``: autocast, grad and inference mode, default dtype, matmul precision,
+deterministic algorithms; it switches rules off), the options, the rules (our
 sources, which hold the built-in ones, and the text of every user rule) and the versions of torch,
 egglog and eqsat. Anything we cannot fingerprint raises :class:`Uncacheable`: no key, no caching.
 """
@@ -24,6 +26,7 @@ from eqsat.cost import CostModel
 from eqsat.rule import Rule
 
 from .. import torch_compat
+from ..context import Context
 from ..options import Options
 
 _SOURCE_DIRS = ("fx_bridge", "eqsat", "rules")
@@ -94,7 +97,7 @@ def graph_key(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any
               device: str, facts: Mapping[str, Any]) -> str:
     """The key of optimizing ``gm`` in ``stage`` (``pre_grad``, ``post_grad``) under ``facts``."""
     h = hashlib.sha256()
-    for part in (versions(), source_hash(), stage, _plain(dict(sorted(facts.items()))), device,
+    for part in (versions(), source_hash(), stage, _plain(dict(sorted(facts.items()))), Context.capture().key(), device,
                  _devices(example_inputs), options_fingerprint(opts, device)):
         h.update(part.encode() + b"\0")
     storages: dict[Any, int] = {}

@@ -56,6 +56,7 @@ def test_reported_costs_are_the_returned_graphs_costs(rng: random.Random):
     new_gm, report = optimize(gm, inputs)
     before, after = priced(gm, inputs), priced(new_gm, inputs)
     assert same_cost(report.cost_before, before), (report.cost_before, before)
+    assert same_cost(report.cost_after, after), (report.cost_after, after, report.summary())
     if report.changed:
         assert new_gm is not gm and (after < before or same_cost(after, before)), report.summary()
         torch.testing.assert_close(new_gm(*inputs), gm(*inputs), equal_nan=True)

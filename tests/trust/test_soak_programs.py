@@ -37,7 +37,9 @@ def test_the_generator_draws_every_feature_and_eager_runs_all_of_it():
 def test_inputs_have_the_layout_drawn_and_copies_keep_it(seed):
     rng = random.Random(seed)
     gm, inputs = random_graph(rng, n_ops=3, dtype=torch.float32, features=Features(layouts=1.0, rank4=0.5))
-    for x, kind in zip(inputs, [k for k in gm.meta["features"]["layouts"]]):
+    layouts = gm.meta["features"]["layouts"]
+    assert len(layouts) == len(inputs), (layouts, len(inputs))  # layouts=1.0: every input has one drawn
+    for x, kind in zip(inputs, layouts):
         if kind == "transposed":
             assert not x.is_contiguous()
         elif kind == "channels_last":

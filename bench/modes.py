@@ -1,6 +1,6 @@
 """The compared configurations, each a way to turn an eager module into a callable.
 
-The eqsat modes use `fx_bridge.backend.eqsat_backend`, in saturation or greedy (one family at a time) mode.
+The eqsat modes use `fx_bridge.backend.eqsat_backend`, with search="saturate" or "greedy" (one family at a time).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def compile_model(mode: str, model: torch.nn.Module) -> Compiled:
     elif base in EQSAT_MODES:
         from fx_bridge.backend import eqsat_backend  # at call time: tests substitute the backend
 
-        backend = reporter = eqsat_backend(mode=EQSAT_MODES[base])
+        backend = reporter = eqsat_backend(search=EQSAT_MODES[base])
         if base != mode:  # the eqsat backend hands torch.compile's mode to its inner Inductor
             return Compiled(torch.compile(model, backend=backend, mode="reduce-overhead"), reporter)
     else:

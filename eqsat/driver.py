@@ -1,7 +1,7 @@
 """The engine in one call: build → saturate → extract a program under one work :class:`Budget`.
 
 ``optimize(problem, rules, cost, budget)`` knows no torch: ``fx_bridge`` lowers an FX graph into a
-:class:`Problem` (the input program, its outputs, the horizontal candidates) and raises the
+:class:`Problem` (the input program, its outputs, its candidate sources) and raises the
 :class:`Result`'s choice back. Every decision here is taken on counted work, so the same problem and
 budget give the same program on any machine under any load. The wall clock (``deadline``, the
 user's ``seconds=``) is only the outer safety: building and saturating stop at
@@ -10,12 +10,12 @@ user's ``seconds=``) is only the outer safety: building and saturating stop at
 from __future__ import annotations
 
 import time
-from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from .budget import Budget
+from .candidates import Candidates, CandidateSource
 from .cost import CostModel, ProgramCost
 from .deadline import Deadline
 from .egraph import SaturationLog, Session
@@ -35,29 +35,24 @@ EXTRACT_SHARE = 0.25
 @dataclass
 class Problem:
     """A program to optimize: lets and facts, each original let's term (in binding order), the lets
-    that are its outputs, and the horizontal fusion candidates (a ``Program`` of fused forms and
-    ``same`` pairs: ``inserted`` maps each fused-form let to its batch rule, ``batched`` lists the
-    lets unioned with a piece of one, ``offered`` counts groups per rule)."""
+    that are its outputs, and the sources of candidates offered beside the rules
+    (``eqsat.candidates``: the batch fusions)."""
 
     program: Program
     originals: Mapping[str, Term]
     roots: Sequence[str]
-    candidates: Program | None = None
-    inserted: Mapping[str, str] = field(default_factory=dict)
-    batched: Sequence[str] = ()
-    offered: Mapping[str, int] = field(default_factory=dict)
+    candidates: Sequence[CandidateSource] = ()
     sizes: SizeTable | None = None  # symbolic sizes: the e-graph's shapes are read at their hints
 
 
 @dataclass
 class Built:
-    """A session holding the input program (and the candidates), priced before any rule ran."""
+    """A session holding the input program (and the candidates), priced before any rule ran;
+    ``offered``: where the candidates of every source came from (their programs are loaded)."""
 
     session: Session
     before: ProgramCost
-    inserted: Mapping[str, str] = field(default_factory=dict)
-    offered: Counter = field(default_factory=Counter)
-    batched: Sequence[str] = ()
+    offered: Candidates = field(default_factory=Candidates)
 
 
 @dataclass
@@ -104,7 +99,7 @@ def reserve(deadline: Deadline) -> float:
 def build(problem: Problem, rules: Iterable[Rule], cost: CostModel, analysis: Iterable[Rule] = (),
           deadline: Deadline | None = None) -> Built:
     """A session with the rules and the input program, priced as written (before any rule ran: one
-    e-node per class), plus the horizontal candidates."""
+    e-node per class), plus the candidates of every source."""
     with gc_paused():  # tens of thousands of acyclic objects per step (eqsat.gcpause)
         return _build(problem, rules, cost, analysis, deadline)
 
@@ -118,9 +113,10 @@ def _build(problem: Problem, rules: Iterable[Rule], cost: CostModel, analysis: I
     if deadline is not None:
         deadline.check("build", keep)
     built = Built(session, before)
-    if problem.candidates is not None:
-        session.load(problem.candidates, deadline, keep)
-        built.inserted, built.offered, built.batched = problem.inserted, Counter(problem.offered), problem.batched
+    for source in problem.candidates:
+        offer = source.offer()
+        session.load(offer.program, deadline, keep)
+        built.offered.add(offer)
     return built
 
 
@@ -131,8 +127,8 @@ def extract(built: Built, problem: Problem, cost: CostModel, budget: Budget,
     found = input_program(view, problem.originals, problem.roots)
     ex = extract_choice(view, found.roots, cost, budget.ilp_seconds,
                         original=found.choice, before=built.before,
-                        batched=[view.lets[m] for m in built.batched if m in view.lets],
-                        fused_forms=[view.lets[f] for f in built.inserted if f in view.lets],
+                        batched=[view.lets[m] for m in built.offered.members if m in view.lets],
+                        fused_forms=[view.lets[f] for f in built.offered.inserted if f in view.lets],
                         budget=budget, deadline=deadline)
     return Extracted(view, found, ex)
 

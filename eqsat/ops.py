@@ -67,6 +67,11 @@ ShapeFn = Callable[..., Any]
 SlicesFn = Callable[..., list]
 
 
+# A Torch-IR name of an op under another name: read as the op's name (``"clip"``), or as one of its
+# spellings, which lowering reads with that spelling's arguments (``("swapaxes", "transpose")``).
+Alias = str | tuple[str, str]
+
+
 @dataclass(frozen=True)
 class Op:
     """One op. Pointwise, reduction and softmax ops share a constructor whose first argument is the
@@ -92,6 +97,12 @@ class Op:
     slices: SlicesFn | None = None         # narrow/split commute with it there (rules.algebra)
     concat: bool = False                   # and cat does (its results agree in shape where its inputs do)
     one_dim: bool = False                  # a reduction over one int dim (prod)
+    batch: str | None = None               # pointwise: its own batch rule (rules.batch), else the generic one
+    defaults: tuple[tuple[str, Any], ...] = ()  # pointwise: (param, default) pairs lowering leaves out of the key
+    aliases: tuple[Alias, ...] = ()        # Torch-IR names of the op under another name (``ALIASES``)
+    exact_tie: bool = False                # its value or its backward tests values for exact equality
+    total_on: tuple[str, ...] = ()         # unary: dtype classes ("float", "int") it maps onto themselves,
+                                           # defined on every tensor of them (the mender may speculate it)
 
     @property
     def arity(self) -> int:
@@ -196,6 +207,31 @@ def _with(rows: list[Op], **per_name: dict) -> list[Op]:
 
 
 F, A, B = Dtype.FLOAT, Dtype.ANY, Dtype.BOOL
+# Default values of those parameters: an attribute equal to its default (value and type: ``alpha=1.0``
+# on integer tensors is an error where ``alpha=1`` is not) is left out of the op's key, so both
+# spellings are one term.
+_INPLACE = (("inplace", False),)
+DEFAULTS = {
+    "add": (("alpha", 1),), "sub": (("alpha", 1),), "rsub": (("alpha", 1),), "div": (("rounding_mode", None),),
+    "clamp": (("min", None), ("max", None)), "hardtanh": _INPLACE,
+    "leaky_relu": (("negative_slope", 0.01), *_INPLACE), "elu": (("alpha", 1), *_INPLACE),
+    "celu": (("alpha", 1), *_INPLACE), "selu": _INPLACE, "gelu": (("approximate", "none"),),
+    "softplus": (("beta", 1.0), ("threshold", 20.0)), "round": (("decimals", 0),), "logit": (("eps", None),),
+    "relu": _INPLACE, "relu6": _INPLACE, "silu": _INPLACE, "mish": _INPLACE, "hardsigmoid": _INPLACE,
+    "hardswish": _INPLACE, "addcmul": (("value", 1),), "addcdiv": (("value", 1),),
+}
+ALIASED = {
+    "clamp": ("clip", ("clamp_min", "clamp_min")), "abs": ("absolute",), "neg": ("negative",),
+    "mul": ("multiply",), "sub": ("subtract",), "div": ("divide", "true_divide"), "gt": ("greater",),
+    "ge": ("greater_equal",), "lt": ("less",), "le": ("less_equal",), "ne": ("not_equal",),
+    "atan2": ("arctan2",), "trunc": ("fix",), "sigmoid": ("special_expit", "expit"),
+}
+# Ops whose value (or whose backward's tie mask, ``grad * (x == amax(x)) / count``) tests floats for
+# exact equality (``fx_bridge.inductor_workarounds``).
+TIES = {n: True for n in ("amax", "amin", "maximum", "minimum", "eq", "ne")}
+TOTAL = {**{n: ("float",) for n in "exp log log1p expm1 sqrt rsqrt sigmoid tanh sin cos floor ceil round trunc"
+            " reciprocal exp2 log2 erf".split()},
+         **{n: ("float", "int") for n in "abs neg relu square".split()}}
 # Non-tensor parameters of pointwise ops in positional order (lowering keys them by name).
 PARAMS = {
     "add": ("alpha",), "sub": ("alpha",), "rsub": ("alpha",), "div": ("rounding_mode",),
@@ -218,8 +254,9 @@ UNARY = _with(
     + pointwise_rows("Unary", "nan_to_num clamp hardtanh hardsigmoid hardswish leaky_relu elu selu celu mish"
                                " softplus relu6 logit sgn frac", F)
     + pointwise_rows("Unary", "to_dtype"),
-    params=PARAMS, spellings={"to_dtype": tuple(_DTYPE_CASTS)}, aten_spellings={"to_dtype": ("_to_copy.default",)},
+    params=PARAMS, defaults=DEFAULTS, aliases=ALIASED, total_on=TOTAL, spellings={"to_dtype": tuple(_DTYPE_CASTS)}, aten_spellings={"to_dtype": ("_to_copy.default",)},
     lower={"to_dtype": "to_dtype"},
+    batch={n: f"batch_{n}" for n in ("tanh", "sigmoid", "relu", "nan_to_num", "clamp")},
 )
 BINARY = _with(
     pointwise_rows("Binary", "add sub mul", A) + pointwise_rows("Binary", "div pow", F)
@@ -228,10 +265,11 @@ BINARY = _with(
     + pointwise_rows("Binary", "eq ne lt le gt ge logical_and logical_or logical_xor", B)
     + pointwise_rows("Binary", "bitwise_and bitwise_or bitwise_xor floor_divide true_divide")
     + pointwise_rows("Binary", "rsub", A),
-    params=PARAMS,
+    params=PARAMS, defaults=DEFAULTS, aliases=ALIASED, exact_tie=TIES,
+    batch={n: f"batch_{n}" for n in ("add", "sub", "mul", "div")},
 )
 TERNARY = _with(pointwise_rows("Ternary", "where", A) + pointwise_rows("Ternary", "addcmul addcdiv lerp"),
-                params=PARAMS)
+                params=PARAMS, defaults=DEFAULTS)
 
 _REDUCE_ARGS = (STRING, TENSOR, IVEC, INT)  # key, input, sorted dims, keepdim
 
@@ -244,14 +282,14 @@ def reduction(name: str, aten: str, aten_spellings: tuple[str, ...], dtype: Dtyp
               shape=lambda k, f, x, dims, keep: k.reduced(x.shape, dims, keep), slices=_reduce_slices)
 
 
-REDUCTIONS = [
+REDUCTIONS = _with([
     reduction("sum", "sum.dim_IntList", ("sum.dim_IntList", "sum.default")),
     reduction("mean", "mean.dim", ("mean.dim", "mean.default")),
     reduction("amax", "amax.default", ("amax.default",)),
     reduction("amin", "amin.default", ("amin.default",)),
     reduction("prod", "prod.dim_int", ("prod.dim_int",), one_dim=True),
     reduction("any", "any.dims", ("any.dims", "any.dim", "any.default"), dtype=Dtype.BOOL),
-]
+], exact_tie=TIES)
 
 T, SAME = TENSOR, Dtype.SAME
 # The other constructors, in the order the egglog datatype declares them.
@@ -288,11 +326,12 @@ STRUCTURAL = [
        aten="slice.Tensor", spellings=("select",), aten_spellings=("narrow.default", "slice.Tensor", "select.int"),
        lower="narrow", evaluate="narrow", shape=lambda k, x, d, start, n: x.shape.set(d, n)),
     Op("view", "View", Category.VIEW, (T, IVEC), dsl="reshape", dtype=SAME, torch="torch.reshape", aten="reshape.default",
-       spellings=("reshape", "flatten", "unflatten", "view_as"),
+       spellings=("reshape", "flatten", "unflatten", "view_as"), aliases=(("reshape_as", "view_as"),),
        aten_spellings=("view.default", "_unsafe_view.default", "reshape.default"), lower="view", evaluate="view",
        shape=lambda k, x, s: s),
     Op("permute", "Permute", Category.VIEW, (T, IVEC), dsl="permute", dtype=SAME, torch="torch.permute",
        aten="permute.default", spellings=("transpose", "t", "movedim"),
+       aliases=(("swapaxes", "transpose"), ("swapdims", "transpose"), ("moveaxis", "movedim")),
        aten_spellings=("permute.default", "t.default", "transpose.int"), lower="permute", evaluate="permute",
        shape=_permute_shape),
     Op("expand", "Expand", Category.VIEW, (T, IVEC), dsl="expand", dtype=SAME, torch="Tensor.expand",
@@ -317,6 +356,7 @@ STRUCTURAL = [
        call=(Arg("self"), Arg("repeats", "sizes")), shape=_repeat_shape,
        slices=lambda k, x, r, d: [("", [r[d] == 1], d)], concat=True),
     Op("cat", "Cat", Category.COPY, (TLIST, INT), dsl="cat", dtype=SAME, torch="torch.cat", aten="cat.default",
+       aliases=("concat", "concatenate"),
        aten_spellings=("cat.default",), lower="cat", evaluate="cat", shape=_cat_shape),
     Op("stack", "Stack", Category.COPY, (TLIST, INT), dsl="stack", dtype=SAME, torch="torch.stack",
        aten_spellings=("stack.default",), lower="cat", evaluate="stack", shape=_stack_shape),
@@ -388,6 +428,9 @@ def opaque_kind(key: str) -> str:
 # Torch-IR names lowering handles that are no op of their own: identities, folded sizes, detach.
 NON_OP_SPELLINGS = ("detach", "dropout", "positive", "size", "dim", "numel")
 
+# Names with no row (opaque: ``torch.max`` with a dim, ``aten.max.dim``) whose value ties like ``amax``'s.
+EXACT_TIES_WITHOUT_ROW = ("max", "min")
+
 # Unary keys that are values unchanged, only cut from autograd: a view to Inductor (no kernel, no
 # bytes), and a pointwise op to the rules (it commutes with slices and cats like any other).
 FREE_UNARIES = frozenset({"detach"})
@@ -405,6 +448,7 @@ ALL_OPS: list[Op] = list(STRUCTURAL)
 BY_NAME: dict[str, Op] = {}
 CTOR_CATEGORY: dict[str, Category] = {}   # constructor → category, for the cost model and extraction
 CTOR_SORT: dict[str, str] = {}            # constructor → the sort of its terms
+ALIASES: dict[str, str] = {}              # Torch-IR name → the name or spelling it is read as (``Op.aliases``)
 _version = 0
 
 
@@ -413,7 +457,11 @@ def _rebuild() -> None:
     BY_NAME.clear()
     CTOR_CATEGORY.clear()
     CTOR_SORT.clear()
+    ALIASES.clear()
     for op in ALL_OPS:
+        for alias in op.aliases:
+            name, spelled = (alias, op.name) if isinstance(alias, str) else alias
+            ALIASES.setdefault(name, spelled)
         BY_NAME.setdefault(op.name, op)
         CTOR_CATEGORY.setdefault(op.ctor, op.category)
         CTOR_SORT.setdefault(op.ctor, op.sort)
@@ -505,6 +553,16 @@ def spellings(rows: Iterable[Op] | None = None) -> set[str]:
             names.add(op.name)
             names.update(op.spellings)
     return names
+
+
+def total_on(dtype_class: str) -> set[str]:
+    """Unary ops defined on every tensor of ``dtype_class`` ("float", "int") that keep it."""
+    return {op.name for op in ALL_OPS if dtype_class in op.total_on}
+
+
+def exact_ties() -> set[str]:
+    """Names of the ops whose value or backward tests for exact equality (rows and ``EXACT_TIES_WITHOUT_ROW``)."""
+    return {op.name for op in ALL_OPS if op.exact_tie} | set(EXACT_TIES_WITHOUT_ROW)
 
 
 def op_name_of_key(key: str) -> str:

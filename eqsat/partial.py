@@ -21,7 +21,7 @@ from .provenance import rules_by_class, rules_used
 from .rule import Rule
 from .serialized import Choice, EGraphView, walk
 
-# Where the batch fusions inserted from Python (``fx_bridge.horizontal``) come from: they are no
+# Where the batch fusions inserted from Python (``rules.batch``) come from: they are no
 # rule of the rule list, so their family is named here.
 INSERTED_FAMILY = "batch"
 

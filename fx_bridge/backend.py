@@ -39,6 +39,7 @@ class EqsatBackend:
         ours, inductor = Options.split(kwargs.get("options"), torch_compat.inductor_config_names())
         if ours:
             opts = Options.of({**_fields(self.options), **ours})
+        Options.check_compile_mode(kwargs.get("mode"))
         inductor = {**torch_compat.inductor_mode_options(kwargs.get("mode")), **inductor}
         frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
@@ -117,7 +118,6 @@ def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], op
     try:
         new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,
                                   train_step=train_step, allowance=allowance, combo=combo)
-        log.info("%s", report.summary())
         return new_gm, report
     except Exception as e:  # never break a compile over a graph we cannot improve safely
         return gm, kept_original(e, len(gm.graph.nodes), "")

@@ -10,6 +10,8 @@ from typing import Callable
 
 import torch
 
+from eqsat import ops
+
 from . import torch_compat
 
 _JOINS = {torch.stack, torch.cat, torch.concat, torch.ops.aten.stack.default, torch.ops.aten.cat.default}
@@ -29,9 +31,6 @@ def _joins_a_shared_operand(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-# Ops whose value (or whose backward's tie mask, ``grad * (x == amax(x)) / count``) tests low-precision
-# floats for exact equality.
-_EXACT_TIES = {"amax", "amin", "max", "min", "maximum", "minimum", "eq", "ne"}
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
@@ -42,9 +41,11 @@ def _ties_low_precision_floats(gm: torch.fx.GraphModule) -> bool:
     unrounded ``s``: no element ties, the tie count is 0, and every gradient through the max is NaN
     (``docs/upstream/inductor_lowp_tie_mask.py``; pytorch#195214). Any materialisation of ``s`` (a cat
     of its splits, which eqsat removes) hid it. ``emulate_precision_casts`` rounds every eager op's
-    output as eager does, so both sides of the comparison are the same float16 values."""
+    output as eager does, so both sides of the comparison are the same float16 values. The ops that
+    tie are their rows' ``exact_tie`` (``eqsat.ops.exact_ties``)."""
+    ties = ops.exact_ties()
     for node in gm.graph.nodes:
-        if node.op in ("call_function", "call_method") and torch_compat.op_basename(node.target) in _EXACT_TIES:
+        if node.op in ("call_function", "call_method") and torch_compat.op_basename(node.target) in ties:
             values = [torch_compat.node_value(a) for a in node.args if isinstance(a, torch.fx.Node)]
             if any(isinstance(v, torch.Tensor) and v.dtype in _LOW_PRECISION for v in values):
                 return True

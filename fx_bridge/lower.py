@@ -27,9 +27,6 @@ from . import attention, torch_compat
 from .symbolic import SymbolicSizes, SymScalar, UnbackedSize, fake_inputs
 from .targets import INPLACE_OPERATORS, canonical_name, target_label
 
-PW_DEFAULTS = {"alpha": 1, "rounding_mode": None, "inplace": False, "approximate": "none", "min": None,
-               "max": None, "value": 1, "decimals": 0, "eps": None}
-
 # Ops whose result depends on their input's memory layout (storage, offset, strides), not only on
 # its values. Everything their input aliases is pinned: lowered as a unique opaque term, so no rule
 # can replace it and it is raised exactly as eager computed it.
@@ -596,12 +593,14 @@ def _lower_pointwise(lw: _Lowerer, n, name, args, kwargs):
         args, rest = tuple(operands[:arity]), ()
     else:
         args, rest = tuple(args[:arity]), tuple(args[arity:])
-    params = ops.BY_NAME[name].params
+    row = ops.BY_NAME[name]
+    params = row.params
     if len(rest) > len(params):
         return NotImplemented
     attrs = dict(zip(params, rest))
     attrs.update({k: v for k, v in kwargs.items() if k not in ("input", "self")})
-    attrs = {k: v for k, v in attrs.items() if not (k in PW_DEFAULTS and v == PW_DEFAULTS[k] and type(v) is type(PW_DEFAULTS[k]))}
+    defaults = dict(row.defaults)  # an attribute at its default is no part of the key
+    attrs = {k: v for k, v in attrs.items() if not (k in defaults and v == defaults[k] and type(v) is type(defaults[k]))}
     if any(isinstance(v, (Ref, TupleVal, torch.fx.Node, SymScalar)) for v in attrs.values()):
         return NotImplemented  # tensor-valued attributes (clamp(min=t)) stay opaque
     if not any(isinstance(a, Ref) for a in args):

@@ -14,7 +14,7 @@ import torch
 from eqsat.cost import CostModel
 from eqsat.budget import Budget
 
-MODES = ("saturate", "greedy")
+SEARCHES = ("saturate", "greedy")
 INNER = ("inductor", "eager")
 
 
@@ -36,9 +36,9 @@ class Options:
     max_graph_nodes: int = 50_000             # most nodes built as one e-graph; past REGION_NODES a graph
                                               # is optimized unit by unit (fx_bridge.clusters), each under it
     validate: bool = False                    # run original and optimized side by side (every pass)
-    mode: str = "saturate"                    # "saturate" | "greedy" (one family at a time)
+    search: str = "saturate"                  # "saturate" | "greedy" (one family at a time)
     always_raise: bool = False                # rebuild the graph even when nothing is cheaper
-    horizontal: bool = True                   # insert batch-fusion candidates (fx_bridge.horizontal)
+    horizontal: bool = True                   # insert batch-fusion candidates (rules.batch)
     inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
     cost: CostModel | None = None             # None: the calibrated model for the inputs' device
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
@@ -61,7 +61,7 @@ class Options:
                 raise OptionError(f"eqsat option {name}={getattr(self, name)!r}: must be > 0 seconds")
         if self.verify is not None:
             _need("verify", self.verify, bool, "True, False or None")
-        _choice("mode", self.mode, MODES)
+        _choice("search", self.search, SEARCHES)
         _choice("inner", self.inner, INNER)
         if self.cost is not None and not isinstance(self.cost, CostModel):
             raise TypeError(f"eqsat option cost={self.cost!r}: must be an eqsat.cost.CostModel or None")
@@ -88,6 +88,10 @@ class Options:
     @classmethod
     def of(cls, options: dict | None) -> "Options":
         options = dict(options or {})
+        if "mode" in options:
+            raise OptionError(f"eqsat option mode={options['mode']!r} is now called search: "
+                              f"search={options['mode']!r} ({' or '.join(map(repr, SEARCHES))}); "
+                              f"torch.compile(mode=...) is Inductor's mode and reaches Inductor")
         valid = [f.name for f in fields(cls)]
         for k in options:
             if k not in valid:
@@ -108,6 +112,14 @@ class Options:
             else:
                 ours[k] = v
         return ours, inductor
+
+    @staticmethod
+    def check_compile_mode(mode: Any) -> None:
+        """``torch.compile(mode=...)`` belongs to Inductor; one of our search names there is a
+        mistake worth naming (Inductor would only say "Unrecognized mode")."""
+        if mode in SEARCHES:
+            raise OptionError(f"torch.compile(mode={mode!r}) is Inductor's mode; eqsat's search is an "
+                              f"option: torch.compile(..., options={{'search': {mode!r}}})")
 
     @property
     def budget(self) -> Budget:

@@ -29,10 +29,11 @@ from eqsat.provenance import rules_used
 from eqsat.rule import Rule
 from eqsat.serialized import EGraphView
 from eqsat.sizes import SizeOverflow
+from rules.batch import POINTWISE_BATCHES
+from rules.batch_groups import BatchSource
 from rules.library import select, shape_rules
 
 from . import equivalence, inductor_probe, torch_compat, verify
-from .horizontal import POINTWISE_BATCHES, horizontal_unions
 from .aliasing import alias_signature, match_aliasing
 from .autocast import drop_noop_autocast
 from .clusters import optimize_clusters
@@ -50,7 +51,7 @@ from .validation import ValidationError, validate  # noqa: F401  (ValidationErro
 log = logging.getLogger("eqsat")
 
 
-# The phase-ordering baseline ("greedy" mode) runs one family at a time, in Optimus' order: split-cat
+# The phase-ordering baseline (search="greedy") runs one family at a time, in Optimus' order: split-cat
 # normalisation first, then batch fusion, then the algebra; each family is saturated, extracted and
 # lowered again before the next, so no rewrite can enable one of an earlier family.
 GREEDY_ORDER = ("split_cat", "batch", "algebra")
@@ -152,7 +153,7 @@ class Outputs:
 
 def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
               outputs: Outputs, whole: bool = False) -> tuple[torch.fx.GraphModule, Report]:
-    if not whole and len(gm.graph.nodes) > REGION_NODES and opts.mode == "saturate" and not outputs.copied_back:
+    if not whole and len(gm.graph.nodes) > REGION_NODES and opts.search == "saturate" and not outputs.copied_back:
         return _by_units(gm, example_inputs, opts, report, deadline, outputs)
     if len(gm.graph.nodes) > opts.max_graph_nodes:  # too big to build at once
         raise Unsupported(f"{len(gm.graph.nodes)} nodes > max_graph_nodes={opts.max_graph_nodes}")
@@ -168,7 +169,7 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         report.notes.append("kept the input program: the time budget ran out while lowering")
         return original, report
     present = {r.family for r in rules}
-    families = [None] if opts.mode == "saturate" else (
+    families = [None] if opts.search == "saturate" else (
         [f for f in GREEDY_ORDER if f in present] + sorted(present - set(GREEDY_ORDER)))
     aliasing = alias_signature(gm, None, outputs.user, outputs.copied_back)  # eager's: every round keeps it
     current_gm, current_low = gm, low
@@ -408,11 +409,10 @@ class Alternative:
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
                example_inputs, aliasing: list, outputs: Outputs, deadline: Deadline) -> Round:
     cost = opts.cost
-    with _phase(report, "build"):  # the horizontal candidates
-        problem = problem_of(low, rules, opts)
+    problem = problem_of(low, rules, opts)  # its candidates are found while building (the build phase)
     res = driver.optimize(problem, rules, cost, budget_of(opts), shape_rules(), deadline, report.phase_seconds)
     built, sat, ex = res.built, res.saturation, res.extracted
-    _add_counts(report.rules_fired, built.offered)  # groups offered; the extractor decides which stay
+    _add_counts(report.rules_fired, built.offered.counts)  # groups offered; the extractor decides which stay
     report.egraph_sizes.extend(sat.sizes)
     report.stop_reason = sat.stop_reason
     _add_counts(report.rules_fired, sat.fired)
@@ -444,7 +444,7 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
             improved = False
     if not improved:
         return Round(new_gm, improved)
-    return Round(new_gm, improved, functools.partial(_alternatives, gm, low, ex, built.inserted, rules,
+    return Round(new_gm, improved, functools.partial(_alternatives, gm, low, ex, built.offered.inserted, rules,
                                                      dict(report.rules_fired), example_inputs, aliasing, outputs,
                                                      cost))
 
@@ -496,20 +496,18 @@ def budget_of(opts: Options) -> Budget:
 
 
 def problem_of(low: Lowered, rules: list[Rule], opts: Options) -> Problem:
-    """The lowered graph as the engine's problem, with the horizontal candidates when the batch
-    family runs."""
+    """The lowered graph as the engine's problem, with the batch fusions as a candidate source when
+    the batch family runs."""
     problem = _input_of(low)
     if opts.horizontal and _has_family(rules, "batch"):
-        unions = horizontal_unions(low, opts.disabled)
-        problem.candidates, problem.inserted, problem.batched = unions, unions.inserted, unions.members
-        problem.offered = unions.counts
+        problem.candidates = [BatchSource(low, opts.disabled)]
     return problem
 
 
 def build(low: Lowered, rules: list[Rule], opts: Options, cost: CostModel,
           deadline: Deadline | None = None) -> Built:
     """A session with the rules and the input program, priced as written (``Built.before``), plus the
-    horizontal candidates when the batch family runs (``eqsat.driver.build``)."""
+    batch candidates when the batch family runs (``eqsat.driver.build``)."""
     return driver.build(problem_of(low, rules, opts), rules, cost, shape_rules(), deadline)
 
 
@@ -553,7 +551,7 @@ def _record(report: Report, built: Built, ex: Extracted, rules: list[Rule]) -> N
         return
     report.cost_after, report.kernels_after = x.cost, x.after.kernels
     _add_counts(report.rules_used, rules_used(ex.view, x.choice, ex.input.nodes_of_class, rules,
-                                              report.rules_fired, built.inserted))
+                                              report.rules_fired, built.offered.inserted))
 
 
 def _add_counts(into: dict, more: Mapping) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 from typing import Any
 
 import torch
@@ -38,8 +37,6 @@ from .fallback import kept_original
 from .noop_outputs import refuse_new_merges
 from .options import Options, device_of
 from .report import Report
-
-log = logging.getLogger("eqsat")
 
 # Options that cannot change what the pass emits, and why; every other option (a new one included)
 # is part of the cache key.
@@ -101,11 +98,10 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
             refuse_new_merges(graph, _with_body(graph, new_gm.graph, epilogue), user)
             _replace_body(graph, new_gm.graph, epilogue)
             torch_compat.mark_eager_rounding(graph)
-        artifacts.graph_after("post_grad", graph, report)
-        log.info("eqsat post-grad: %s", report.summary())
-        return report
     except Exception as e:  # never break a compile over a graph we cannot improve safely
-        return kept_original(e, len(graph.nodes), " post-grad")
+        report = kept_original(e, len(graph.nodes), " post-grad")
+    artifacts.graph_after("post_grad", graph, report)
+    return report
 
 
 def functional_body(graph: torch.fx.Graph) -> tuple[torch.fx.GraphModule, list[torch.fx.Node], list]:

@@ -60,22 +60,46 @@ class Report:
         d["optimizer_seconds"] = self.optimizer_seconds
         return d
 
-    def summary(self) -> str:
-        cached = f"; cache {self.cache}" if self.cache else ""
-        cached += f"; refused: {self.refused}" if self.refused else ""
-        cached += f"; off in this context: {', '.join(sorted(self.context_disabled))}" if self.context_disabled else ""
-        if self.skipped:
-            return f"eqsat: graph of {self.graph_nodes} nodes skipped: {self.skipped}{cached}"
+    def summary(self, stage: str = "") -> str:
+        """One short line (the INFO log line): what happened to the graph, the numbers before → after,
+        how many rules the chosen program uses, the optimizer's time; why the graph was kept, if it was."""
+        head = f"eqsat {stage}:" if stage else "eqsat:"
+        tail = f", {self.optimizer_seconds:.2f} s" + (f", cache {self.cache}" if self.cache else "")
+        if self.skipped or self.fallback:
+            why = self.skipped or self.fallback
+            room = max(SUMMARY_CHARS - len(head) - len(tail) - 40, 20)
+            why = why if len(why) <= room else why[:room - 1] + "…"
+            return f"{head} {self.graph_nodes} nodes kept as they were ({why}){tail}"
+        return (f"{head} {self.graph_nodes} nodes, kernels {self.kernels_before}→{self.kernels_after}, "
+                f"cost {self.cost_before:.4g}→{self.cost_after:.4g}, {len(self.rules_used)} rules used, "
+                f"{'changed' if self.changed else 'unchanged'}{tail}")
+
+    def details(self) -> str:
+        """The rest, one topic a line (the DEBUG log lines; the trace's report artifact has every field)."""
         fired = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_fired.items())) or "none"
-        used = ", ".join(sorted(self.rules_used)) or "none"
-        phases = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items())
-        counted = ", ".join(f"{k} {v}" for k, v in self.inductor_launches.items())
-        won = f" → {self.inductor_winner}" if self.inductor_winner else ""
-        measured = f"; Inductor counts {counted}{won}" if counted else ""
+        used = ", ".join(f"{k}×{v}" for k, v in sorted(self.rules_used.items())) or "none"
+        gap = f", gap {self.ilp_gap:.3g}" if self.ilp_gap is not None else ""
+        lines = [f"e-graph sizes {self.egraph_sizes} ({self.stop_reason or 'not built'})",
+                 f"rules fired: {fired}", f"rules used: {used}",
+                 f"extractor {self.extractor or '-'}" + (f", ILP {self.ilp_status}{gap}" if self.ilp_status else ""),
+                 "phases: " + (", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.phase_seconds.items()) or "none")
+                 + f" (budget {self.budget_seconds:.3g} s, peak RSS {self.peak_rss_mb:.0f} MB)"]
+        if self.inductor_launches:
+            counted = ", ".join(f"{k} {v}" for k, v in self.inductor_launches.items())
+            lines.append(f"Inductor counts {counted}" + (f" → {self.inductor_winner}" if self.inductor_winner else ""))
+        if self.alias_copies:
+            lines.append(f"alias copies {self.alias_copies}")
+        if self.validated:
+            lines.append(f"validated: {self.validated}")
+        if self.refused:
+            lines.append(f"refused: {self.refused}")
+        if self.context_disabled:
+            lines.append(f"off in this context: {', '.join(sorted(self.context_disabled))}")
         if self.combo_launches:
-            measured += (f"; combo kernels {'on' if self.combo_kernels else 'off'} ({self.combo_launches['without']} "
+            lines.append(f"combo kernels {'on' if self.combo_kernels else 'off'} ({self.combo_launches['without']} "
                          f"launches without, {self.combo_launches['with']} with)")
-        return (f"eqsat: {self.graph_nodes} nodes, e-graph {self.egraph_sizes} ({self.stop_reason}); "
-                f"rules fired: {fired}; used: {used}; cost {self.cost_before:.4g} → {self.cost_after:.4g}, kernels "
-                f"{self.kernels_before} → {self.kernels_after} ({self.extractor}){measured}; "
-                f"{'changed' if self.changed else 'unchanged'}; {phases}{cached}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+SUMMARY_CHARS = 160  # the INFO line's length the summary aims at

@@ -3,7 +3,8 @@
 Dynamo's Torch-IR names one op many ways: ``torch.relu``, ``F.relu``, ``x.relu()``, C++ builtins,
 ``operator.add`` for ``+``. The tables here map each spelling to one canonical name, so lowering
 dispatches on the name and rules match one term. The names come from the rows of ``eqsat.ops``
-(their names, ``spellings`` and ``aten_spellings``); the tables are rebuilt when a row is registered.
+(their names, ``spellings``, ``aten_spellings`` and ``aliases``); the tables are rebuilt when a row is
+registered.
 """
 from __future__ import annotations
 
@@ -17,15 +18,6 @@ import torch
 from eqsat import ops
 
 from . import torch_compat
-
-# Spellings that differ from the canonical name.
-ALIASES: dict[str, str] = {
-    "concat": "cat", "concatenate": "cat", "clip": "clamp", "absolute": "abs", "negative": "neg",
-    "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div", "greater": "gt",
-    "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne", "swapaxes": "transpose",
-    "swapdims": "transpose", "moveaxis": "movedim", "arctan2": "atan2", "fix": "trunc",
-    "special_expit": "sigmoid", "expit": "sigmoid", "reshape_as": "view_as", "clamp_min": "clamp_min",
-}
 
 OPERATORS: dict[Callable, str] = {
     operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
@@ -43,7 +35,7 @@ INPLACE_OPERATORS = {
 }
 
 def _canonical_names() -> set[str]:
-    return ops.spellings() | set(ALIASES)
+    return ops.spellings() | set(ops.ALIASES)
 
 
 def _build_function_table() -> dict[Any, str]:
@@ -53,7 +45,7 @@ def _build_function_table() -> dict[Any, str]:
             fn = getattr(ns, name, None)
             if fn is not None and callable(fn):
                 try:
-                    table.setdefault(fn, ALIASES.get(name, name))
+                    table.setdefault(fn, ops.ALIASES.get(name, name))
                 except TypeError:  # unhashable callables cannot be looked up by identity anyway
                     pass
     for fn, name in OPERATORS.items():
@@ -128,7 +120,7 @@ def canonical_name(node: torch.fx.Node) -> str | None:
     if node.op == "call_function" and torch_compat.is_aten(node.target):
         return aten_name(node.target)
     if node.op == "call_method":
-        return ALIASES.get(node.target, node.target)
+        return ops.ALIASES.get(node.target, node.target)
     if node.op == "call_function":
         try:
             return function_name(node.target)

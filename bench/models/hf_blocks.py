@@ -41,7 +41,7 @@ def _dims(size: str | int) -> tuple[int, int, int]:
 
 def _require_transformers():
     if not HAVE_TRANSFORMERS:
-        raise ModuleNotFoundError("transformers is not installed: pip install transformers==4.52.4")
+        raise ModuleNotFoundError('transformers is not installed: pip install "transformers>=5.17,<6" (the hf extra)')
 
 
 def _build(seed: int, make_blocks, size, device, dtype, needs_cache_position=False):

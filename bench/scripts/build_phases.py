@@ -48,15 +48,16 @@ def build_steps(gm, inputs) -> dict:
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     t0 = time.process_time()
     problem = problem_of(lower(functionalize_intermediates(drop_noop_autocast(gm), inputs), inputs), rules, opts)
+    offers = [source.offer() for source in problem.candidates]  # found with the lowering, as before
     out["lower"] = time.process_time() - t0
-    out["commands"] = len(problem.program) + (len(problem.candidates) if problem.candidates is not None else 0)
+    out["commands"] = len(problem.program) + sum(len(o.program) for o in offers)
     with gc_paused():  # as driver.build runs
-        _time_steps(problem, rules, out)
+        _time_steps(problem, offers, rules, out)
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 
-def _time_steps(problem, rules, out: dict) -> None:
+def _time_steps(problem, offers, rules, out: dict) -> None:
     t0 = time.process_time()
 
     def step(name):
@@ -72,8 +73,8 @@ def _time_steps(problem, rules, out: dict) -> None:
     step("view")
     priced = input_program(view, problem.originals, problem.roots, CostModel.for_device("cpu")).cost
     step("price")
-    if problem.candidates is not None:
-        session.load(problem.candidates)
+    for offer in offers:
+        session.load(offer.program)
     step("candidates")
     out["price_value"], out["kernels"] = priced.cost, priced.kernels
 

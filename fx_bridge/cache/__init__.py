@@ -94,7 +94,6 @@ def _hit(payload: bytes, gm: torch.fx.GraphModule, vocabulary: Vocabulary, examp
     report.phase_seconds = {"cache": time.perf_counter() - t0}
     report.cache = "hit"
     report.notes.append(f"cache hit: the optimizer's {cold:.3g} s skipped")
-    log.info("%s", report.summary())
     return new_gm, report
 
 

@@ -1,6 +1,7 @@
-"""The larger corpus: popular transformers==4.52.4 models outside GraphMend's set that break
-under torch.compile (encoder-decoders, mixture-of-experts, vision-language, speech and music),
-from tiny random-init configs. Same contract as `corpus`: a factory returns (model, kwargs).
+"""The larger corpus: popular transformers models outside GraphMend's set that broke under
+torch.compile on transformers 4.52.4 (encoder-decoders, mixture-of-experts, vision-language, speech
+and music), from tiny random-init configs, built with 5.x. Same contract as `corpus`: a factory
+returns (model, kwargs).
 """
 
 from __future__ import annotations

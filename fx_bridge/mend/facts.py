@@ -16,6 +16,8 @@ import sys
 
 import torch
 
+from eqsat import ops
+
 FLOAT, INT, BOOL = "float", "int", "bool"
 DTYPES = {
     FLOAT: (torch.float16, torch.bfloat16, torch.float32, torch.float64),
@@ -26,9 +28,6 @@ _RANK = {BOOL: 0, INT: 1, FLOAT: 2}
 _CASTS = {"float": FLOAT, "double": FLOAT, "half": FLOAT, "bfloat16": FLOAT,
           "int": INT, "long": INT, "short": INT, "char": INT, "byte": INT, "bool": BOOL}
 _SAME = {"clone", "detach", "contiguous"}
-_FLOAT_MATH = {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "abs", "neg",
-               "relu", "floor", "ceil", "round", "trunc", "square", "reciprocal", "exp2", "log2", "erf"}
-_INT_MATH = {"abs", "neg", "relu", "square"}
 _TO_BOOL_REDUCTIONS = {"any", "all", "isnan", "isinf", "isfinite", "logical_not"}
 
 
@@ -185,7 +184,7 @@ class Typing:
             return self.tensor_class(e.args[0])
         if name in _SAME:
             return cls
-        if name in _FLOAT_MATH and cls == FLOAT or name in _INT_MATH and cls == INT:
+        if cls in (FLOAT, INT) and name in ops.total_on(cls):  # the rows' ``total_on``
             return cls
         if name == "sum":
             return FLOAT if cls == FLOAT else INT

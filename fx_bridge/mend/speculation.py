@@ -11,6 +11,7 @@ import ast
 
 import torch
 
+from eqsat import ops
 from fx_bridge.mend.scope import Scope
 
 SCALAR, TENSOR, VALUE, FINFO = "scalar", "tensor", "value", "finfo"
@@ -18,7 +19,7 @@ SCALAR, TENSOR, VALUE, FINFO = "scalar", "tensor", "value", "finfo"
 # Total on any tensor (no shape/dtype preconditions), given scalar-or-absent extra arguments.
 _TOTAL_UNARY = {"isinf", "isnan", "isfinite", "isneginf", "isposinf", "logical_not", "any", "all",
                 "zeros_like", "ones_like", "clone", "detach", "sum"}
-_CLAMPS = {"clamp", "clip"}
+_CLAMPS = {"clamp", *(alias for alias, name in ops.ALIASES.items() if name == "clamp")}  # clip: the row's alias
 _REDUCTIONS = {"sum", "any", "all", "max", "min", "mean", "amax", "amin", "prod", "norm"}
 _CHAIN = _REDUCTIONS | _TOTAL_UNARY | {"abs", "neg", "float", "flatten"}
 _ORDER = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)

@@ -39,3 +39,40 @@ def test_work_limits_decide_not_the_clock():
     again = optimize(_split_sigmoid_cat(), select(), GPU, small, shape_rules(), Deadline(1e6))
     assert again.extracted.extraction.cost == first.extracted.extraction.cost
     assert len(again.saturation.sizes) == len(first.saturation.sizes) == 2
+
+
+def test_candidate_sources_are_loaded_and_their_provenance_summed():
+    """Two sources through ``Problem.candidates``: each program is loaded (its lets are in the e-graph,
+    in the class of the let it is the same as), and the counts, fused forms and members are their sum."""
+    from dataclasses import dataclass
+
+    from eqsat.candidates import Candidates
+    from eqsat.terms import Ref, Term
+
+    p = Program()
+    x = p.input((4, 8))
+    a, b = p.unary("tanh", x), p.unary("sigmoid", x)
+    out = p.binary("add", a, b)
+
+    @dataclass
+    class Same:  # offers ``member ≡ term`` under ``rule``
+        let: str
+        member: str
+        term: Term
+        rule: str
+
+        def offer(self) -> Candidates:
+            c = Candidates()
+            c.program.same(Ref(self.member), c.program.let(self.let, self.term))
+            c.inserted[self.let], c.counts[self.rule] = self.rule, 1
+            c.members.append(self.member)
+            return c
+
+    sources = [Same("$c0", out, Term("Binary", ("add", Ref(b), Ref(a))), "one"),
+               Same("$c1", a, Term("Unary", ("tanh", Ref(x))), "two")]
+    res = optimize(Problem(p.program, p.originals, [out], candidates=sources), select(), GPU, Budget(), shape_rules())
+    offered = res.built.offered
+    assert offered.counts == {"one": 1, "two": 1} and offered.inserted == {"$c0": "one", "$c1": "two"}
+    assert offered.members == [out, a]
+    view = res.extracted.view
+    assert view.lets["$c0"] == view.lets[out] and view.lets["$c1"] == view.lets[a]  # loaded, unioned

@@ -119,11 +119,11 @@ def test_greedy_mode_runs_families_in_order():
 
     x = torch.randn(8, 16)
     reports = {}
-    for mode in ("saturate", "greedy"):
+    for search in ("saturate", "greedy"):
         torch_compat.reset_dynamo()
-        backend = eqsat_backend(inner="eager", mode=mode, validate=True)
+        backend = eqsat_backend(inner="eager", search=search, validate=True)
         torch.testing.assert_close(torch.compile(f, backend=backend)(x), f(x))
-        (reports[mode],) = backend.reports
+        (reports[search],) = backend.reports
     assert_optimized(reports["saturate"], "cat_split_all")
     greedy = reports["greedy"]
     assert_no_fallback(greedy)

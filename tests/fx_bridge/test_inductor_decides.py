@@ -139,8 +139,8 @@ def test_programs_between_are_measured_where_ours_lost_else_within_the_share(mon
 def test_zoo_llama_of_current_transformers_compiles_a_program_between():
     """Issue 29's case: a whole 2-layer LlamaModel of transformers 5.x, where ours launches more than
     the input on the (fake) H200 and ours without one rule's rewrites fewer than both (measured: 31
-    as written, 38 ours, 27 without ``batch_add``). Transformers 4.52's Llama has no such case: run
-    with 5.x first on the path (``PYTHONPATH=/work/tf5:.`` here)."""
+    as written, 38 ours, 27 without ``batch_add``). Transformers 4.52's Llama has no such case; the hf
+    extra installs 5.x."""
     transformers = pytest.importorskip("transformers")
     if int(transformers.__version__.split(".")[0]) < 5:
         pytest.skip(f"transformers {transformers.__version__}: the case needs 5.x")

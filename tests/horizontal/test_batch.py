@@ -18,9 +18,9 @@ from torch import nn
 
 from eqsat.cost import CostModel
 from fx_bridge import eqsat_backend, torch_compat
-from fx_bridge.horizontal import find_groups, horizontal_unions
 from fx_bridge.lower import lower
 from optimized import assert_no_fallback, assert_optimized
+from rules.batch_groups import batch_unions, find_groups
 
 FROZEN = CostModel.for_device("cpu", frozen_params=True)
 
@@ -39,7 +39,7 @@ def capture(fn, *args):
 
 def counts(fn, *args, disabled=()):
     gm, ex = capture(fn, *args)
-    return horizontal_unions(lower(gm, ex), disabled).counts
+    return batch_unions(lower(gm, ex), disabled).counts
 
 
 def total(out):
@@ -154,7 +154,7 @@ def test_chains_split_into_independent_layers():
         return [torch.tanh(t * 2) for t in first]
 
     gm, ex = capture(f, *(torch.randn(4, 8) for _ in range(3)))
-    tanh_groups = [m for rule, _, m in find_groups(lower(gm, ex)) if rule == "batch_tanh"]
+    tanh_groups = [g.members for g in find_groups(lower(gm, ex)) if g.rule == "batch_tanh"]
     assert sorted(map(len, tanh_groups)) == [3, 3]
     assert not set(tanh_groups[0]) & set(tanh_groups[1])
 
@@ -169,7 +169,7 @@ def test_batch_linear_members_read_distinct_inputs():
 
     gm, ex = capture(f, torch.randn(4, 8), torch.randn(4, 8))
     low = lower(gm, ex)
-    groups = {rule: members for rule, _, members in find_groups(low)}
+    groups = {g.rule: g.members for g in find_groups(low)}
     assert len(groups["batch_linear_lhs"]) == 3
     inputs = [low.originals[m].args[0] for m in groups["batch_linear"]]
     assert len(inputs) == 2 and len(set(inputs)) == 2
@@ -182,7 +182,7 @@ def test_batch_mm_members_stack_distinct_operands():
 
     gm, ex = capture(f, *(torch.randn(8, 8) for _ in range(5)))
     low = lower(gm, ex)
-    (members,) = [m for rule, _, m in find_groups(low) if rule == "batch_mm"]
+    (members,) = [g.members for g in find_groups(low) if g.rule == "batch_mm"]
     assert len(members) == 2 and len({low.originals[m].args[1] for m in members}) == 2
 
 
@@ -319,7 +319,7 @@ def test_binary_with_shared_full_rank_operand():
 
     args = [torch.randn(4, 8) for _ in range(4)]
     gm, ex = capture(Scaled(), *args)
-    assert horizontal_unions(lower(gm, ex)).counts.get("batch_mul") == 1
+    assert batch_unions(lower(gm, ex)).counts.get("batch_mul") == 1
     # 8-wide linears would rather be decomposed; cat_repeat_run's s repeated along dim 1 (cat_binary_same's
     # cat of s) ties with batch_mul's broadcast (one mul either way), and this test is batch_mul's
     gm, _ = check_against_eager(Scaled(), *args, cost=FROZEN, uses=["batch_linear", "batch_mul"],
@@ -344,7 +344,7 @@ def test_batch_mm_and_addmm():
 
     args = [torch.randn(5, 8) for _ in range(3)]
     gm, ex = capture(Mms(), *args)
-    got = horizontal_unions(lower(gm, ex)).counts
+    got = batch_unions(lower(gm, ex)).counts
     assert got == {"batch_mm": 1, "batch_linear_lhs": 1}, got
     gm, _ = check_against_eager(Mms(), *args, cost=FROZEN, uses=["batch_mm"])
     assert torch.baddbmm in targets(gm) and torch.addmm not in targets(gm), targets(gm)

@@ -1,8 +1,11 @@
-"""Corpus: transformers==4.52.4 models from tiny configs (code we did not write).
+"""Corpus: transformers 5.x models (the ``hf`` extra) from tiny configs (code we did not write).
 
-Per model: breaks before and after mending, and bit-identical outputs vs the original run. One model
-runs in the fast tier; the slow tier runs GraphMend's 13 models (its removal share); the whole corpus
-(about 10 min on 2 cores) is `full` (make test-all).
+Per model, the mender's contract: breaks never rise, and the mended program's outputs are
+bit-identical to the original run's, or every rewrite is undone. Transformers 5.x removed most
+breaks these configs reached in 4.52.4 (legacy caches and their logger warnings): of GraphMend's
+models only bart-fp16, longformer, grounding-dino and clap-fused still break. Break counts are
+pinned as measured on ``MEASURED_ON`` (torch 2.13 CPU); another 5.x checks the contract only.
+One model runs in the fast tier; the slow tier runs GraphMend's 13 models; the rest is ``full``.
 `python -m fx_bridge.mend.corpus_table` prints the table of docs/mend.md from the same runs.
 """
 
@@ -10,19 +13,19 @@ import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
-pytestmark = pytest.mark.skipif(transformers.__version__ != "4.52.4", reason="break counts are for transformers 4.52.4")
+pytestmark = pytest.mark.skipif(int(transformers.__version__.split(".")[0]) < 5,
+                                reason="the hf extra pins transformers 5.x; the corpus is built for it")
 
 from fx_bridge.mend import corpus, mend  # noqa: E402
 
-# (breaks before, breaks after) measured on torch 2.13 CPU; see docs/mend.md for the causes.
+MEASURED_ON = "5.25.0"
+# (breaks before, breaks after, outputs bit-identical) with transformers MEASURED_ON, torch 2.13 CPU.
+# bart-fp16 and led: the mended fp16 program's outputs differ, so the mender undid every rewrite.
 EXPECTED = {
-    "t5": (3, 0), "bart": (3, 0), "bart-fp16": (6, 0), "marian": (3, 0), "blenderbot": (3, 0),
-    "pegasus": (2, 0), "biogpt": (2, 0), "whisper": (3, 0), "layoutlmv3": (2, 0),
-    "longformer": (5, 3), "phi3-longrope": (5, 5), "grounding-dino": (16, 2), "clap-fused": (2, 2),
-    "led": (5, 3), "m2m100": (3, 0), "mbart": (3, 0), "plbart-fp16": (6, 0), "blenderbot-small": (3, 0),
-    "bigbird-pegasus": (3, 0), "mt5": (3, 0), "umt5": (3, 0), "longt5": (8, 8), "switch-transformers": (16, 16),
-    "mixtral": (10, 10), "qwen2-moe": (9, 9), "reformer": (11, 11), "vision-encoder-decoder": (3, 0),
-    "blip2": (1, 0), "speech-encoder-decoder": (3, 0), "pop2piano": (7, 7), "musicgen": (7, 7),
+    "t5": (0, 0, True), "bart": (0, 0, True), "bart-fp16": (4, 4, False), "marian": (0, 0, True),
+    "blenderbot": (0, 0, True), "pegasus": (0, 0, True), "biogpt": (0, 0, True), "whisper": (0, 0, True),
+    "layoutlmv3": (0, 0, True), "longformer": (5, 3, True), "phi3-longrope": (0, 0, True),
+    "grounding-dino": (12, 12, True), "clap-fused": (2, 2, True), "led": (5, 5, False), "m2m100": (0, 0, True), "mbart": (0, 0, True),
 }
 _results = {}
 
@@ -37,40 +40,50 @@ def run(name):
     return _results[name]
 
 
-def test_fast_model_fully_mended():
-    """The CI-facing corpus check: one real encoder-decoder, 3 breaks to 0, outputs bit-identical."""
+def check(name, report):
+    """The contract on any 5.x; the measured counts on MEASURED_ON."""
+    assert report.after.breaks <= report.before.breaks, (report.before.breaks, report.after.breaks)
+    assert report.outputs_equal or not report.applied, report.detail  # differing outputs: all undone
+    if transformers.__version__ == MEASURED_ON and name in EXPECTED:
+        got = (report.before.breaks, report.after.breaks, report.outputs_equal)
+        assert got == EXPECTED[name], (got, report.detail)
+
+
+def test_fast_model_is_left_as_it_runs():
+    """The CI-facing corpus check: 5.x's T5 compiles in one graph; the mender finds nothing to
+    rewrite and the compiled outputs are bit-identical to eager."""
     report = run("t5")
-    assert report.outputs_equal, report.detail
-    assert (report.before.breaks, report.after.breaks) == EXPECTED["t5"]
+    check("t5", report)
+    assert report.outputs_equal and not report.applied, report.detail
 
 
-def test_every_corpus_model_is_listed():
-    assert set(EXPECTED) == set(corpus.models())
+def test_every_graphmend_model_is_measured():
+    assert set(corpus.GRAPHMEND) <= set(EXPECTED) <= set(corpus.models())
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in corpus.GRAPHMEND else [pytest.mark.full])
-                                  for n in sorted(EXPECTED)])
+                                  for n in sorted(corpus.models())])
 def test_model(name):
-    report = run(name)
-    assert report.outputs_equal, report.detail
-    assert (report.before.breaks, report.after.breaks) == EXPECTED[name]
+    check(name, run(name))
 
 
 @pytest.mark.slow
-def test_graphmend_models_removal_share_does_not_regress():
-    """43 of 55 breaks (78.2%) on GraphMend's models as transformers ships them; see docs/mend.md."""
+def test_graphmend_models_removal_share_on_5x():
+    """On MEASURED_ON the mender removes 2 of the 23 breaks left in GraphMend's models (longformer's);
+    transformers 4.52.4 had 55, of which it removed 43 (docs/mend.md)."""
+    if transformers.__version__ != MEASURED_ON:
+        pytest.skip(f"counts measured on transformers {MEASURED_ON}")
     reports = [run(name) for name in corpus.GRAPHMEND]
     before = sum(r.before.breaks for r in reports)
     after = sum(r.after.breaks for r in reports)
-    assert all(r.outputs_equal for r in reports)
-    assert (before - after) / before >= 0.78, (before, after)
+    assert (before, after) == (23, 21)
 
 
 @pytest.mark.slow
 def test_mended_model_compiles_with_inductor():
-    """PLBart fp16 mended ([Where] + an in-graph logger call that reads no tensor) through Inductor."""
-    model, kwargs = corpus.build("plbart-fp16")
+    """Longformer mended (5 breaks to 3) through Inductor matches eager."""
+    model, kwargs = corpus.build("longformer")
     with torch.no_grad():
         expected = model(**kwargs)
         report = mend(model, (), kwargs, explain=False)
@@ -80,5 +93,5 @@ def test_mended_model_compiles_with_inductor():
         finally:
             report.patch.undo()
             torch._dynamo.reset()
-    assert report.after.breaks == 0
-    torch.testing.assert_close(out.logits, expected.logits, rtol=2e-2, atol=2e-2)
+    assert report.applied and report.after.breaks < report.before.breaks
+    torch.testing.assert_close(out.last_hidden_state, expected.last_hidden_state, rtol=1e-4, atol=1e-4)

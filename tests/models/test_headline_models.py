@@ -47,7 +47,7 @@ def _build(name):
 def _inference(name, backend_kind):
     """(outputs, launches, backend) of one no-grad call compiled cold with Inductor."""
     model, inputs = _build(name)
-    backend = eqsat_backend(mode=backend_kind) if backend_kind in ("saturate", "greedy") else "inductor"
+    backend = eqsat_backend(search=backend_kind) if backend_kind in ("saturate", "greedy") else "inductor"
     torch_compat.reset_dynamo()
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"), \
             inductor_metrics.capture_output_code() as codes:
@@ -172,7 +172,7 @@ def test_greedy_mode_batches_the_recsys_tower():
     """The greedy baseline's decision without Inductor: its batch round fuses the tower's per-feature
     linears and activations, and the graph computes eager's outputs."""
     model, inputs = _build("recsys_tower")
-    backend = eqsat_backend(mode="greedy", inner="eager")
+    backend = eqsat_backend(search="greedy", inner="eager")
     with torch.no_grad():
         torch.testing.assert_close(torch.compile(model, backend=backend)(*inputs), model(*inputs), rtol=1e-4, atol=1e-5)
     (report,) = backend.reports

@@ -45,7 +45,7 @@ def test_bart_under_the_gpu_model_through_inductor_matches_eager():
     Inductor (C++ compiles of both passes' graphs: the slow tier)."""
     backend = _under_the_gpu_model("bart", "inductor", atol=1e-4)
     _check_bart_gpu_program(backend)
-    from fx_bridge.horizontal import POINTWISE_BATCHES
+    from rules.batch import POINTWISE_BATCHES
     assert backend.post_grad_reports  # pointwise batches are left to Inductor in a GPU compile's Aten graphs
     for report in backend.post_grad_reports:
         assert not set(report.rules_used) & set(POINTWISE_BATCHES), report.summary()
@@ -98,7 +98,7 @@ def test_the_gpu_model_leaves_pointwise_batches_to_inductor():
     pointwise batches to Inductor, in the pre-grad pass as in the post-grad one, and the projection
     fusion that pays is chosen (offered pointwise batches, the model chose nothing here)."""
     from eqsat.cost import CostModel
-    from fx_bridge.horizontal import POINTWISE_BATCHES
+    from rules.batch import POINTWISE_BATCHES
     from fx_bridge.inductor_probe import available, count_launches
     from fx_bridge.pipeline import optimize
 

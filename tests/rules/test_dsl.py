@@ -167,3 +167,26 @@ def test_a_user_family_cannot_take_a_name_the_engine_declares(family):
             register(rewrite("fam_taken", relu(relu(x)), relu(x), family=family), check=False)
     finally:
         unregister("fam_taken")
+
+
+def test_every_pointwise_row_has_a_builder_a_reader_can_see():
+    """The pointwise builders are ``def``s of ``rules.dsl`` with one parameter per operand (not made by
+    ``globals().update``): an editor finds them and a call with the wrong arity fails where it is
+    written. A built-in row without one is named with the line to add."""
+    import inspect
+
+    from eqsat import ops
+    from rules import dsl
+
+    source = inspect.getsource(dsl)
+    names = {1: "x", 2: "x, y", 3: "a, b, c"}
+    for op in ops.pointwise():
+        ctor = {1: "unary", 2: "binary", 3: "ternary"}[op.arity]
+        line = (f'def {op.name}({", ".join(f"{p}: Expr" for p in names[op.arity].split(", "))}) -> Expr: '
+                f'return {ctor}("{op.name}", {names[op.arity]})')
+        fn = vars(dsl).get(op.name)
+        assert fn is not None and f"def {op.name}(" in source, f"rules/dsl.py needs: {line}"
+        params = inspect.signature(fn).parameters.values()
+        assert [p.kind for p in params] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * op.arity, op.name
+        operands = [dsl.tensor(f"t{i}") for i in range(op.arity)]
+        assert repr(fn(*operands)) == repr(dsl.pointwise_op(op.name)(*operands))  # == builds a guard

@@ -102,14 +102,14 @@ def test_a_budget_too_short_for_the_whole_graph_stops_in_time_with_a_right_progr
 
 def test_horizontal_candidates_of_a_wide_split_are_linear_text():
     """The fused form's split is bound once, not spelled out (with all n sizes) in each of n pairs."""
-    from fx_bridge.horizontal import horizontal_unions
+    from rules.batch_groups import batch_unions
 
     sizes = {}
     for pieces in (128, 512):
         gm, inputs = split_pointwise_cat(pieces)
-        unions = horizontal_unions(lower(gm, inputs))
+        unions = batch_unions(lower(gm, inputs))
         assert unions.counts, "the sigmoids are a batch-fusion group"
-        sizes[pieces] = sum(len(c) for c in unions.commands)
+        sizes[pieces] = sum(len(c) for c in unions.program.commands)
     assert sizes[512] < 6 * sizes[128], sizes
 
 

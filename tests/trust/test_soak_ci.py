@@ -17,9 +17,9 @@ FAST_CHUNKS = 2  # 40 cases in the fast tier (`make test`); the other 160 in the
 
 # Seeds of this share that meet a known bug of ours: each must still fail as written (a fix shows
 # here, and its seed comes out of the list). See tests/trust/test_soak_programs.py for the programs.
-_AUTOCAST = "issue 41: eqsat's pre-grad rewrite of linears on split pieces returns float32 where eager returns bfloat16"
-KNOWN: dict[int, tuple[str, str]] = {seed: ("dtype", _AUTOCAST) for seed in (100003, 100011, 100083, 100087,
-                                                                               100095, 100109, 100115, 100159)}
+# Empty since issue 41's autocast fix (fx_bridge/context.py): 100003 100011 100083 100087 100095 100109
+# 100115 100159 returned float32 where eager returns bfloat16.
+KNOWN: dict[int, tuple[str, str]] = {}
 # Not run: seeds whose compile does not end (100055's analysis did, until rules/listpat.py's walk took
 # one match per element; test_soak_programs.py has its program).
 HANGS: dict[int, str] = {}

@@ -235,14 +235,14 @@ def test_a_weight_whose_gradient_no_grad_cuts_keeps_grad_none():
 
 
 def test_only_linears_passing_gradient_are_fused_together():
-    from fx_bridge.horizontal import find_groups
     from fx_bridge.lower import lower
+    from rules.batch_groups import find_groups
     from tests.captured import dynamo_graph
 
     gm, ex = dynamo_graph(_linear_read_only_under_no_grad,
                           *(torch.randn(s, requires_grad=True) for s in [(4, 6), (8, 6), (8, 6), (8, 6)]))
     low = lower(gm, ex)
-    (members,) = [m for rule, _, m in find_groups(low) if rule == "batch_linear_lhs"]
+    (members,) = [g.members for g in find_groups(low) if g.rule == "batch_linear_lhs"]
     weights = {low.node_of_let[low.originals[m].args[1].let].name for m in members}
     assert weights == {"l_w2_", "l_w3_"}, weights
 

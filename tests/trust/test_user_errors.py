@@ -17,7 +17,7 @@ d, a, n = ints("d a n")
 
 @pytest.mark.parametrize("options, error, words", [
     ({"inner": "bogus"}, OptionError, ["inner", "'inductor'", "'eager'"]),
-    ({"mode": "bogus"}, OptionError, ["mode", "'saturate'", "'greedy'"]),
+    ({"search": "bogus"}, OptionError, ["search", "'saturate'", "'greedy'"]),
     ({"disabled": ["bach"]}, OptionError, ["'bach'", "did you mean 'batch'"]),
     ({"disabled": "batch"}, TypeError, ["disabled", "list", "['batch']"]),
     ({"post_grad_disabled": ["nope"]}, OptionError, ["'nope'", "valid"]),
@@ -51,10 +51,10 @@ def test_bad_option_through_torch_compile_fails_the_compile_with_the_same_messag
 
 def test_valid_options_are_kept_as_given():
     backend = eqsat_backend(disabled=["batch", "cat_split_all"], families=["split_cat", "algebra"],
-                            iterations=3, seconds=1.5, mode="greedy", inner="eager")
+                            iterations=3, seconds=1.5, search="greedy", inner="eager")
     o = backend.options
     assert o.disabled == ("batch", "cat_split_all") and o.families == ("split_cat", "algebra")
-    assert (o.iterations, o.seconds, o.mode, o.inner) == (3, 1.5, "greedy", "eager")
+    assert (o.iterations, o.seconds, o.search, o.inner) == (3, 1.5, "greedy", "eager")
 
 
 MALFORMED = {

@@ -21,7 +21,8 @@ from bench.models import REGISTRY, ZOO
 from bench.modes import CG_MODES, CUDAGRAPHS, MODES
 from bench.run_tag import device_name, run_tag
 from bench.runner import PHASES, eager_reference, latency_summary, mode_label, paired_latency, run_mode, warm_up
-from fx_bridge import inductor_metrics, torch_compat
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 DEMO_MODELS = ("split_cat_64", "recsys_tower", "split_stack_unbind")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -222,7 +223,7 @@ def _run_model_phase(case: Case, bar):
         return
     static = [mode for mode, dynamic in variants if not dynamic]
     dynamic = [mode for mode, dynamic in variants if dynamic]
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     compiled = []
     for mode in static:
         _announce(bar, case, mode)

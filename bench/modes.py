@@ -1,6 +1,6 @@
 """The compared configurations, each a way to turn an eager module into a callable.
 
-The eqsat modes use `fx_bridge.backend.eqsat_backend`, with search="saturate" or "greedy" (one family at a time).
+The eqsat modes use `eqsat_torch.backend.eqsat_backend`, with search="saturate" or "greedy" (one family at a time).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from fx_bridge import torch_compat
+from eqsat_torch.inductor import compat
 
 MODES = ("eager", "inductor", "inductor_optimus", "inductor_combo", "inductor_combo_optimus", "eqsat_greedy", "eqsat")
 # Inductor's stock configurations a user picks for fewer launches: combo kernels (independent
@@ -54,8 +54,8 @@ class InductorBackend:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs) -> object:
         if self.patches:
-            return torch_compat.compile_fx()(gm, example_inputs, config_patches=self.patches)
-        return torch_compat.compile_fx()(gm, example_inputs)
+            return compat.compile_fx()(gm, example_inputs, config_patches=self.patches)
+        return compat.compile_fx()(gm, example_inputs)
 
 
 def inductor_patches(mode: str) -> dict:
@@ -65,7 +65,7 @@ def inductor_patches(mode: str) -> dict:
         return {}
     patches: dict = {"combo_kernels": True}
     if mode == "inductor_combo_optimus":
-        from fx_bridge.inductor_metrics import optimus_options
+        from bench.inductor_metrics import optimus_options
 
         pre, post = optimus_options()
         patches.update(pre_grad_fusion_options=pre, post_grad_fusion_options=post)
@@ -96,7 +96,7 @@ def compile_model(mode: str, model: torch.nn.Module) -> Compiled:
     if base in INDUCTOR_MODES:  # Optimus alone is switched by the harness's config patch, not here
         backend, reporter = InductorBackend(inductor_patches(base)), None
     elif base in EQSAT_MODES:
-        from fx_bridge.backend import eqsat_backend  # at call time: tests substitute the backend
+        from eqsat_torch.backend import eqsat_backend  # at call time: tests substitute the backend
 
         backend = reporter = eqsat_backend(search=EQSAT_MODES[base])
         if base != mode:  # the eqsat backend hands torch.compile's mode to its inner Inductor

@@ -19,7 +19,8 @@ from torch.utils._pytree import tree_leaves
 
 from bench import measure
 from bench.modes import CUDAGRAPHS, Compiled, base_mode, compile_model
-from fx_bridge import inductor_metrics, torch_compat
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 PHASES = ("infer", "train")
 DYNAMIC_SUFFIX = "+dyn"  # rows of a mode compiled with the batch dim marked dynamic
@@ -34,7 +35,7 @@ def mark_batch_dynamic(inputs: tuple) -> None:
     that fixes its batch size gets a static graph instead of an error)."""
     for t in inputs:
         if isinstance(t, torch.Tensor) and t.dim() > 0:
-            torch_compat.maybe_mark_dynamic(t, 0)
+            compat.maybe_mark_dynamic(t, 0)
 
 
 @dataclass
@@ -141,7 +142,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
     row["source"] = getattr(model, "source", type(model).__name__)  # the library and class (bench.models.zoo)
     keep = settings.get("keep_compiled")
     if not keep:
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
     inductor_metrics.reset()
     try:
         with inductor_metrics.inductor_config_patch(base_mode(mode), freezing=settings.get("freezing", False)), \
@@ -157,7 +158,7 @@ def run_mode(builder: Callable, mode: str, phase: str, reference: Outcome, setti
                 out = step()
     except Exception as err:  # a failing compile is a result to report, not a harness crash
         if not keep:  # a reset would also drop the modes kept for timing: they would recompile unpatched
-            torch_compat.reset_dynamo()
+            compat.reset_dynamo()
         first_line = (str(err).strip().splitlines() or [""])[0][:300]
         reason = f"{type(err).__name__}: {first_line}"
         return {**row, "status": "error", "reason": reason, "traceback": traceback.format_exc()[-2000:]}, None, None
@@ -226,7 +227,7 @@ def warm_up(modes: list[str], device: str) -> None:
             continue
         with inductor_metrics.inductor_config_patch(base_mode(mode)):
             compile_model(mode, _Tiny()).fn(x)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
 
 
 class _Tiny(torch.nn.Module):

@@ -1,6 +1,6 @@
 """report.md of ``python -m bench zoo``: what each model was built from, the geomean speed-up over
 Inductor of every setting side by side (with and without CUDA graphs), the rows worse than Inductor,
-what eqsat's compile costs beside Inductor's (the measuring of ``fx_bridge.verify`` above all), then
+what eqsat's compile costs beside Inductor's (the measuring of ``eqsat_torch.inductor.verify`` above all), then
 one table per setting (``report.table``)."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _compile_overhead(rows: list[dict]) -> list[str]:
               "alone's compile." if shares else "No program was measured (only a compile for a GPU is, by default).")
     return ["", "## Compile time: eqsat beside Inductor alone", "",
             "Seconds of the first call (Dynamo, eqsat, Inductor); the optimizer's seconds without the "
-            "measuring; verify: Inductor's lowering of each candidate program (`fx_bridge.verify`); "
+            "measuring; verify: Inductor's lowering of each candidate program (`eqsat_torch.inductor.verify`); "
             "measured: programs counted, the input included; won: the candidate compiled, per graph.", "",
             *tables.table(("model", "setting", "mode", "Inductor alone s", "eqsat s", "optimizer s", "verify s",
                            "verify % of Inductor", "measured", "won"), table_rows), "", median]

@@ -25,6 +25,32 @@ class Budget:
     search_steps: int = 1_000_000  # e-classes priced by the hill climbs and the undo (interformer 155,594)
 
 
+# Seconds per node (FX node, or e-graph row for "view") of the phases that cannot stop once started,
+# measured on the 2-core dev box under the load of a full team (split -> sigmoid -> cat, 2k-8k nodes)
+# and rounded up about 2x: a phase is skipped, its input kept, when its price does not fit the time
+# left (``Deadline.affords``), so ``seconds=`` holds on any graph size. Measured: lowering's scan
+# and functionalizing 30-150 us, cutting and splicing split/cat units 262 us, reading the e-graph
+# 5-9 us a row, finding horizontal groups 550 us, raising with its checks 5-10 us, the post-grad pass taking its body out and putting
+# it back ~20 us.
+SECONDS_PER_NODE = {
+    "lower": 1.5e-4,     # functionalize + the scan lowering runs before its first deadline check
+    "units": 5e-4,
+    "horizontal": 1e-3,  # finding batch-fusion groups and writing their candidates (550 us measured)       # eqsat_torch.scale.clusters: cut out, optimize, splice back (the cutting cannot stop)
+    "load": 5e-5,        # per statement: the bulk loader's rows read and its loading rules run
+    "iterate": 1e-4,     # per e-graph row: the first rule iteration (later ones: as the last one took)
+    "view": 2e-5,        # per e-graph row: serializing what extraction reads (egraph.Session.view)
+    "extract": 1e-4,     # per e-graph row: reading it, pricing, cycle-breaking and the candidates'
+                         # programs, which stop on no clock (43-134 us a row measured; the climbs do)
+    "raise": 5e-5,       # raising the chosen program, its size and aliasing checks
+    "splice": 5e-5,      # post-grad: the functional body copied out and spliced back
+}
+
+
+def price(phase: str, count: int) -> float:
+    """Seconds ``phase`` is expected to take on ``count`` nodes (``SECONDS_PER_NODE``)."""
+    return SECONDS_PER_NODE[phase] * count
+
+
 class Work:
     """A count that a phase spends and checks (``spend`` says whether there was enough left)."""
 

@@ -295,8 +295,8 @@ class Batch:
                 raise LoadError(f"list tail {x.tail!r} is a {got}")
         else:
             tail = self._new()
-            self._row(self.tables.ctor["TNil"].name, tail)
-        cons = self.tables.ctor["TCons"].name
+            self._row(self.tables.ctor[ops.Ctor.NIL].name, tail)
+        cons = self.tables.ctor[ops.Ctor.CONS].name
         for item in reversed(x.items):
             head, got = self._operand(item, sorts)
             if got != ops.TENSOR:

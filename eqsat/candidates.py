@@ -1,7 +1,7 @@
 """Candidate generators: equalities offered to the e-graph from outside its rules.
 
 Some rewrites are no egglog rule: "these n independent, identical ops" is a set, and matching sets
-inside egglog enumerates subsets (``rules.batch``). A :class:`CandidateSource` finds such rewrites
+inside egglog enumerates subsets (``eqsat_rules.batch``). A :class:`CandidateSource` finds such rewrites
 in Python and offers them as :class:`Candidates`: a ``Program`` of the new forms and ``same`` pairs
 (loaded once, before saturation), with where each came from, so the report credits the rule that
 offered it and extraction knows which classes hold an offered form. The engine takes any number of
@@ -36,6 +36,6 @@ class Candidates:
 
 
 class CandidateSource(Protocol):
-    """Anything that offers candidates for one problem (``rules.batch_groups.BatchSource``)."""
+    """Anything that offers candidates for one problem (``eqsat_rules.batch_groups.BatchSource``)."""
 
     def offer(self) -> Candidates: ...

@@ -1,12 +1,14 @@
 """Cost of a program: α·kernel launches + β·bytes moved, modelled on what Inductor generates.
 
-Two views of the same model:
+One formula, ``CostModel.kernel_price(launches, bytes, loop nests)``, priced in two views:
 - ``program_cost(view, choice, roots)`` prices a whole chosen program: it groups fusible nodes into
   the kernels Inductor would generate (``eqsat.fusion``) and counts bytes crossing kernel boundaries.
   The "never worse than the input" comparison and the report use it.
 - ``node_cost(node, view)`` is its per-e-node linear approximation, which bottom-up and the ILP
-  optimise: a pointwise op pays a share of a launch and of its output bytes (it usually fuses), a
-  reduction or extern op pays a full launch plus its traffic, views and sources are free.
+  optimise: the price of the node's share of a kernel (``launch_and_bytes``): a pointwise op pays a
+  share of a launch and of its output bytes (it usually fuses), a reduction or extern op a full
+  launch plus its traffic, views and sources nothing. Where nothing fuses (a program of extern
+  calls) the two agree exactly (``tests/eqsat/test_one_cost_formula.py``).
 Costs are in microseconds: α is the time per launch, β the time per byte. On CPU a launch is a call of
 one C++ function, which holds every fused group between two extern calls (``CostModel._cpp_correction``).
 
@@ -21,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .fusion import (DTYPE_BYTES, Kernel, class_bytes, list_elements, matmul_writes_cat_slice, outer_product,
-                     plan_groups, topo_order)
-from .ops import CTOR_CATEGORY, Category, is_free_unary
+from .combo import combo_savings, group_deps
+from .fusion import plan_groups
+from .kernel import Kernel, class_bytes, list_elements, matmul_writes_cat_slice, outer_product, topo_order
+from .ops import CTOR_CATEGORY, Category, Ctor, Role, is_free_unary
 from .serialized import Choice, EGraphView, ENode
 
 UNKNOWN = 1e12  # a node whose shape no analysis derived is never worth choosing
@@ -83,7 +86,7 @@ class CostModel:
         """CPU Inductor always emits ConcatKernel and fuses by outer loop. On a GPU, α and β are the
         least-squares fit of H200 latency on launches and bytes over the calibration corpus
         (``results/…nvidia-h200/calibrate.txt``): 13.9 µs per launch, 4.05e-6 µs per byte. An
-        H200 has 132 multiprocessors (``eqsat.fusion.splits_reduction``)."""
+        H200 has 132 multiprocessors (``eqsat.kernel.splits_reduction``)."""
         if device == "cpu":
             kw = {"pointwise_cat_inputs": 0, "outer_loop_fusion": True, "loop_cost": 1.0, **kw}
         else:
@@ -94,6 +97,12 @@ class CostModel:
     def gpu(self) -> bool:
         """A model of Inductor's Triton backend (``for_device("cuda")``), not of its C++ one."""
         return self.split_sms > 0
+
+    def kernel_price(self, launch_count: float, nbytes: float, loops: float = 0) -> float:
+        """The model's one formula: α per launch, β per byte moved, ``loop_cost`` per loop nest. A whole
+        program pays it per fused group (``program_cost``), an e-node for its share of a kernel
+        (``node_cost``)."""
+        return self.alpha * launch_count + self.beta * nbytes + self.loop_cost * loops
 
     # -- whole program -------------------------------------------------------------------------
     def program_cost(self, view: EGraphView, choice: Choice, roots: Iterable[str]) -> ProgramCost:
@@ -107,17 +116,16 @@ class CostModel:
         cost = 0.0
         for g, b in zip(groups, group_bytes):
             n_loops = 0 if g[0].kind == "extern" else len(g)
-            cost += self._backward_factor(view, choice, g) * (
-                self.alpha * launches(g) + self.beta * b + self.loop_cost * n_loops)
+            cost += self._backward_factor(view, choice, g) * self.kernel_price(launches(g), b, n_loops)
         if self.train_step:
             cost += sum(self._split_backward(view, view.nodes[choice[c]])
-                        for c in topo_order(view, roots, choice) if view.nodes[choice[c]].ctor == "Split")
+                        for c in topo_order(view, roots, choice) if view.nodes[choice[c]].ctor == Ctor.SPLIT)
 
         if self.outer_loop_fusion:  # the C++ backend: see ``_cpp_correction``
             cost += self._cpp_correction(view, choice, groups)
         if self.combo_kernels and self.gpu:  # launches combo kernels give for free are not bought
             saved = combo_savings(groups)
-            generated, cost = generated - saved, cost - self.alpha * saved
+            generated, cost = generated - saved, cost - self.kernel_price(saved, 0)
         return ProgramCost(generated, extern, nbytes, cost, loops)
 
     def _backward_factor(self, view: EGraphView, choice: Choice, group: list[Kernel]) -> float:
@@ -131,9 +139,14 @@ class CostModel:
                    if k.writes in choice else 2.0 for k in group)
 
     def _split_backward(self, view: EGraphView, node: ENode) -> float:
+        share = self._split_backward_kernel(view, node)
+        return UNKNOWN if share is None else self.kernel_price(*share)
+
+    @staticmethod
+    def _split_backward_kernel(view: EGraphView, node: ENode) -> tuple[float, float, int] | None:
         """The gradient of a split is the cat of its pieces' gradients: one kernel copying them."""
         nb = class_bytes(view, node.children[0])
-        return UNKNOWN if nb is None else self.alpha + self.loop_cost + 2 * self.beta * nb
+        return None if nb is None else (1.0, 2 * nb, 1)
 
     def _cpp_correction(self, view: EGraphView, choice: Choice, groups: list[list[Kernel]]) -> float:
         """What the C++ backend costs beyond α per group plus one loop nest per kernel:
@@ -150,41 +163,59 @@ class CostModel:
                 continue
             factor = self._backward_factor(view, choice, g)
             two_step = sum(1 for k in g if k.kind == "reduction" and k.writes in choice
-                           and view.nodes[choice[k.writes]].ctor == "LayerNorm" and k.space[1] < TWO_STEP_VARIANCE)
-            extra += factor * (2 * self.loop_cost * two_step - (0.0 if opens else self.alpha))
+                           and view.nodes[choice[k.writes]].ctor == Ctor.LAYER_NORM and k.space[1] < TWO_STEP_VARIANCE)
+            extra += factor * self.kernel_price(0 if opens else -1, 0, 2 * two_step)
         return extra
 
     # -- per e-node linear approximation ---------------------------------------------------------
     def node_cost(self, node: ENode, view: EGraphView) -> float:
+        """``kernel_price`` of the node's share of a kernel (``launch_and_bytes``), times what a
+        training step pays for it (its ``_STEP_FACTOR``; a cat's copies and a split's cat once)."""
+        share = self.launch_and_bytes(node, view)
+        if share is None:
+            return UNKNOWN
+        cat = self._node_category(node, view)
+        once = node.ctor in Role.CONCAT or node.ctor == Ctor.SPLIT or cat in (Category.SOURCE, Category.VIEW)
+        step = _STEP_FACTOR.get(cat, 2.0) if self.train_step and not once else 1.0
+        return step * self.kernel_price(*share)
+
+    def launch_and_bytes(self, node: ENode, view: EGraphView) -> tuple[float, float, int] | None:
+        """(launches, bytes, loop nests) of one e-node standing alone, the linear stand-in for the kernels
+        ``program_cost`` plans: a pointwise op pays a share of a launch and of its output bytes (it usually
+        fuses), a reduction or extern op a full launch plus its traffic, views and sources nothing; None
+        when no analysis derived a shape it needs."""
+        cat = self._node_category(node, view)
+        if self.train_step and node.ctor == Ctor.SPLIT:
+            return self._split_backward_kernel(view, node)
+        if cat in (Category.SOURCE, Category.VIEW) or is_free_unary(node.ctor, node.args):
+            return (0.0, 0.0, 0)
+        if node.ctor in Role.CONCAT:
+            return self._cat_kernel(node, view)
+        return self._forward_kernel(node, view, cat)
+
+    def _node_category(self, node: ENode, view: EGraphView) -> Category:
         cat = CTOR_CATEGORY.get(node.ctor, Category.OPAQUE)
         if self.gpu and cat == Category.MATMUL and outer_product(view, node):
-            cat = Category.POINTWISE  # Inductor's broadcast multiply (``eqsat.fusion.outer_product``)
-        if self.train_step and node.ctor == "Split":
-            return self._split_backward(view, node)
-        if cat in (Category.SOURCE, Category.VIEW) or is_free_unary(node.ctor, node.args):
-            return 0.0
-        if node.ctor in ("Cat", "Stack"):
-            return self._cat_cost(node, view)
-        step = _STEP_FACTOR.get(cat, 2.0) if self.train_step else 1.0
-        return step * self._forward_node_cost(node, view, cat)
+            return Category.POINTWISE  # Inductor's broadcast multiply (``eqsat.kernel.outer_product``)
+        return cat
 
-    def _forward_node_cost(self, node: ENode, view: EGraphView, cat: Category) -> float:
-        if node.ctor == "Opaque":
-            return self.alpha  # its outputs are read through Get, whose shapes we know
+    def _forward_kernel(self, node: ENode, view: EGraphView, cat: Category) -> tuple[float, float, int] | None:
+        if node.ctor == Ctor.OPAQUE:
+            return (1.0, 0.0, 0)  # its outputs are read through Get, whose shapes we know
         out = class_bytes(view, node.eclass)
         if out is None:
-            return UNKNOWN
+            return None
         if cat == Category.POINTWISE:  # a broadcast writes at most what it reads once fused
             out = min(out, _pointwise_reads(view, node))
-        cost = self.alpha * LAUNCH_SHARE[cat] + self.beta * WRITE_SHARE[cat] * out
+        nbytes = WRITE_SHARE[cat] * out
         if cat in READS_INPUTS:
             ins = [_read_bytes(view, c, cat) for c in node.children if view.sort.get(c) == "Tensor"]
             if any(b is None for b in ins):
-                return UNKNOWN
-            cost += self.beta * sum(ins)
-        return cost
+                return None
+            nbytes += sum(ins)
+        return (LAUNCH_SHARE[cat], nbytes, 0)
 
-    def _cat_cost(self, node: ENode, view: EGraphView) -> float:
+    def _cat_kernel(self, node: ENode, view: EGraphView) -> tuple[float, float, int] | None:
         """Parameters: one kernel copying them all (CPU: one function; Triton: a foreach kernel), free
         when frozen. Activations: inputs computed by a fusible kernel or a matmul are written in place
         by their producer (free); every other input costs a copy, except where GPU Inductor lowers the
@@ -192,15 +223,13 @@ class CostModel:
         elems = list_elements(view, node.children[0])
         sizes = [class_bytes(view, e) for e in elems]
         if any(b is None for b in sizes):
-            return UNKNOWN
+            return None
         if all(e in view.params for e in elems):
-            if self.frozen_params:
-                return 0.0
-            return self.alpha + self.loop_cost * len(elems) + 2 * self.beta * sum(sizes)
+            return (0.0, 0.0, 0) if self.frozen_params else (1.0, 2 * sum(sizes), len(elems))
         copied = [b for e, b in zip(elems, sizes) if not _written_in_place(view, e)]
         if copied and len(elems) <= self.pointwise_cat_inputs:
-            return self._forward_node_cost(node, view, Category.POINTWISE)
-        return (self.alpha if copied else 0.0) + self.loop_cost * len(copied) + 2 * self.beta * sum(copied)
+            return self._forward_kernel(node, view, Category.POINTWISE)
+        return (1.0 if copied else 0.0, 2 * sum(copied), len(copied))
 
 
 def launches(group: list[Kernel]) -> int:
@@ -209,67 +238,12 @@ def launches(group: list[Kernel]) -> int:
     return 2 if any(k.split for k in group) else 1
 
 
-COMBO_MAX_NODES = 8  # torch._inductor.config.combo_kernel_max_num_nodes
-
-
-def _group_deps(groups: list[list[Kernel]]) -> list[set[int]]:
-    """For each group, the groups whose buffers it reads (a cat's readers read its slices' copies)."""
-    owner = {k.writes: i for i, g in enumerate(groups) for k in g}
-    for i, g in enumerate(groups):
-        for k in g:
-            if k.copy_of is not None:
-                owner.setdefault(k.copy_of, i)
-    return [{owner[b] for k in g for b in k.reads if owner.get(b, i) != i} for i, g in enumerate(groups)]
-
-
-def combo_savings(groups: list[list[Kernel]]) -> int:
-    """Launches Inductor's combo kernels save on these fused groups, by its own rules
-    (``Scheduler.create_combo_kernel_nodes``): the groups fall into dependency levels (every group of a
-    level depends only on earlier levels), each level is cut, in program order, into runs of
-    ``COMBO_MAX_NODES``; in a run, the generated groups (never an extern call, nor a split reduction:
-    two kernels that depend on each other) launch once per kind, pointwise and reduction
-    (``ComboKernel.horizontal_partition`` separates them). Not modelled: the tiling dims and long
-    reductions that split a partition further, and torch 2.13's peak-memory gate."""
-    deps = _group_deps(groups)
-    memo: dict[int, int] = {}
-    level = [_level(i, deps, memo) for i in range(len(groups))]
-    saved = 0
-    for lv in set(level):
-        members = sorted((i for i in range(len(groups)) if level[i] == lv), key=lambda i: min(k.index for k in groups[i]))
-        for start in range(0, len(members), COMBO_MAX_NODES):
-            run = [groups[i] for i in members[start:start + COMBO_MAX_NODES]]
-            combinable = [g for g in run if g[0].kind != "extern" and not any(k.split for k in g)]
-            if len(combinable) >= 2:
-                kinds = {"reduction" if any(k.kind == "reduction" for k in g) else "pointwise" for g in combinable}
-                saved += len(combinable) - len(kinds)
-    return saved
-
-
-def _level(i: int, deps: list[set[int]], memo: dict[int, int]) -> int:
-    """1 + the deepest level among ``i``'s dependencies (0 for none), iteratively."""
-    stack = [i]
-    while stack:
-        j = stack[-1]
-        todo = [d for d in deps[j] if d not in memo]
-        if todo:
-            stack.extend(todo)
-            continue
-        memo[j] = 1 + max((memo[d] for d in deps[j]), default=-1)
-        stack.pop()
-    return memo[i]
-
-
 def _opens_cpp_function(groups: list[list[Kernel]]) -> list[bool]:
     """For each group, whether it starts a new C++ function: Inductor orders fused nodes by their
     first member, then topologically (dependencies first), and a generated group opens a function
     when it comes first or right after an extern call. A cat's readers are ordered after the copies
     into its slices; its in-place writers are not tracked (the planner lists no cat per writer)."""
-    owner = {k.writes: i for i, g in enumerate(groups) for k in g}
-    for i, g in enumerate(groups):  # a cat's readers depend on the copies into its slices
-        for k in g:
-            if k.copy_of is not None:
-                owner.setdefault(k.copy_of, i)
-    deps = [{owner[b] for k in g for b in k.reads if owner.get(b, i) != i} for i, g in enumerate(groups)]
+    deps = group_deps(groups)
     order: list[int] = []
     seen: set[int] = set()
     for start in sorted(range(len(groups)), key=lambda i: min(k.index for k in groups[i])):

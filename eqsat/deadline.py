@@ -5,13 +5,17 @@ backward graphs), so that ``seconds=`` bounds the optimizer's time for the compi
 
 A phase asks :meth:`Deadline.left` before each step it can stop after; when a step would run past
 the budget the phase stops, records itself in :attr:`Deadline.hit`, and the pipeline extracts the
-best program found so far (anytime optimization).
+best program found so far (anytime optimization). A phase that cannot stop once started asks
+:meth:`Deadline.affords` with its price (``eqsat.budget.price``: per node, from the size before it
+starts) and is skipped when it will not fit.
 """
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
 from typing import Iterator
+
+from .budget import price
 
 
 class Deadline:
@@ -35,11 +39,26 @@ class Deadline:
         self.hit = self.hit or phase
         return True
 
+    def affords(self, phase: str, count: int, reserve: float = 0.0) -> bool:
+        """Whether ``phase`` on ``count`` nodes (priced by ``eqsat.budget.price``) fits in what is left
+        beyond ``reserve``; when not, ``phase`` is remembered as the one the budget stopped."""
+        return not self.out_of_time(phase, price(phase, count) + reserve)
+
+    def why_not(self, phase: str, count: int) -> str:
+        """The report's words for a phase skipped because it does not fit (``budget: ...``)."""
+        return (f"budget: {phase} of {count} nodes is priced {price(phase, count):.3f} s, "
+                f"{max(0.0, self.left()):.3f} s of {self.seconds:g} s left; skipped")
+
     def check(self, phase: str, reserve: float = 0.0) -> None:
         """Raise :class:`OutOfTime` when ``phase`` cannot go on (a phase with no partial result)."""
         if self.out_of_time(phase, reserve):
             raise OutOfTime(f"time budget of {self.seconds:g} s ran out in {phase} "
                             f"after {self.elapsed():.2f} s")
+
+    def check_affords(self, phase: str, count: int, reserve: float = 0.0) -> None:
+        """Raise :class:`OutOfTime` (``budget: ...``) when ``phase`` on ``count`` nodes does not fit."""
+        if not self.affords(phase, count, reserve):
+            raise OutOfTime(self.why_not(phase, count))
 
 
 class OutOfTime(RuntimeError):

@@ -109,6 +109,8 @@ def _build(problem: Problem, rules: Iterable[Rule], cost: CostModel, analysis: I
     keep = reserve(deadline) if deadline is not None else 0.0  # a build past it is thrown away
     session = Session(rules, analysis)
     session.load(problem.program, deadline, keep)
+    if deadline is not None:  # reading the e-graph to price the input cannot stop
+        deadline.check_affords("view", session.size(), keep)
     before = input_program(view_of(session, problem), problem.originals, problem.roots, cost).cost
     if deadline is not None:
         deadline.check("build", keep)
@@ -122,7 +124,11 @@ def _build(problem: Problem, rules: Iterable[Rule], cost: CostModel, analysis: I
 
 def extract(built: Built, problem: Problem, cost: CostModel, budget: Budget,
             deadline: Deadline | None = None) -> Extracted:
-    """The cheapest program in the saturated e-graph; the input program when nothing is cheaper."""
+    """The cheapest program in the saturated e-graph; the input program when nothing is cheaper.
+    Raises ``OutOfTime`` when extraction's parts that cannot stop (reading the e-graph, pricing,
+    cycle-breaking) do not fit the deadline."""
+    if deadline is not None:
+        deadline.check_affords("extract", built.session.size())
     view = view_of(built.session, problem)
     found = input_program(view, problem.originals, problem.roots)
     ex = extract_choice(view, found.roots, cost, budget.ilp_seconds,

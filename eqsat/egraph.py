@@ -28,6 +28,7 @@ import egglog.bindings as bindings
 
 from . import bulk, schema, to_egglog
 from .budget import Budget  # noqa: F401  (re-exported: ``eqsat.egraph.Budget``)
+from .budget import price
 from .deadline import Deadline
 from .frozen import frozen_view
 from .ops import version as ops_version
@@ -159,6 +160,8 @@ class Session:
             raise EGraphError(f"cannot load: {e}") from None
         self._next_id = batch.next_id
         check()
+        if deadline is not None:  # reading the rows and running the loading rules cannot stop
+            deadline.check_affords("load", len(program), reserve)
         with tempfile.TemporaryDirectory(prefix="eqsat-load-") as folder:
             self.commands([to_egglog.action(a) for a in batch.commands]
                           + [to_egglog.input_rows(rel, path) for rel, path in batch.files(folder)])
@@ -210,10 +213,11 @@ class Session:
         """Run many commands: parsed one by one (parsing a big program at once is quadratic), run in
         chunks (one call per command costs a round trip each); the deadline (less ``reserve``) is
         checked per chunk (~15 ms of egglog's ~60 µs a command, so a short budget stops promptly)."""
-        texts = list(texts)
+        texts, last = list(texts), 0.0
         for start in range(0, len(texts), chunk):
-            if deadline is not None:
-                deadline.check("build", reserve)
+            if deadline is not None:  # the next chunk priced as the last one took
+                deadline.check("build", reserve + last)
+            started = time.perf_counter()
             parsed = []
             for t in texts[start:start + chunk]:
                 try:
@@ -224,6 +228,7 @@ class Session:
                 self._eg.run_program(*parsed)
             except Exception as e:
                 raise EGraphError(f"{e} in commands {start}..{start + chunk}") from None
+            last = time.perf_counter() - started
 
     def seed(self) -> None:
         """Union the ``Same`` pairs inserted so far (one rebuild for all of them)."""
@@ -257,11 +262,15 @@ class Session:
         log.sizes.append(self.size())
         log.stop_reason = "no rules" if not fams else "iteration budget"
         step = f"(run-schedule (seq {' '.join(f'(run {f})' for f in fams)}))"
-        growth = 1.0
+        growth, last = 1.0, 0.0
         for it in range(budget.iterations if fams else 0):
             size = log.sizes[-1]
-            if deadline.out_of_time("saturate", reserve):
+            # an iteration cannot stop once started: it is priced as the last one grown by the growth
+            # seen so far (the first by the e-graph's size), plus extracting from the e-graph it leaves
+            iteration = last * growth if last else price("iterate", size)
+            if deadline.out_of_time("saturate", reserve + iteration + price("extract", int(size * growth))):
                 break
+            started = time.perf_counter()
             snapshot = size * max(2.0, 2 * growth) > budget.nodes
             if snapshot:
                 self._run("(push)")
@@ -269,7 +278,7 @@ class Session:
             self._count_fired(out, log)
             updated = self._analyse(budget, deadline, reserve, log) or out.report.updated
             n = self.size()
-            growth = max(growth, n / max(size, 1))
+            growth, last = max(growth, n / max(size, 1)), time.perf_counter() - started
             if n > budget.nodes:
                 if snapshot:
                     self._run("(pop)")
@@ -295,13 +304,15 @@ class Session:
         sets = self._analysis_sets
         steps = [f"(run-schedule (seq {' '.join(f'(saturate (run {a}))' for a in sets[k:k + self.ANALYSIS_CHUNK])}))"
                  for k in range(0, len(sets), self.ANALYSIS_CHUNK)]
-        updated = False
+        updated, last = False, 0.0
         for _ in range(budget.analysis_passes):
             changed = False
             for step in steps:
-                if deadline.out_of_time("analysis", reserve):
+                if deadline.out_of_time("analysis", reserve + last):  # the next step priced as the last took
                     return updated
+                started = time.perf_counter()
                 (out,) = self._run(step)
+                last = time.perf_counter() - started
                 if log is not None:
                     self._count_fired(out, log)
                 changed |= out.report.updated

@@ -20,6 +20,7 @@ from .budget import Budget, Work
 from .cost import UNKNOWN, CostModel, ProgramCost
 from .deadline import Deadline
 from .ilp import break_cycles, solve
+from .ops import Ctor
 from .serialized import Choice, EGraphView, ENode, walk
 
 NodeCost = Callable[[ENode, EGraphView], float]
@@ -372,7 +373,7 @@ class _Climb:
         """An input node for ``cls``: what a neighbourhood reads from the rest of the program."""
         nid = f"leaf:{cls}"
         if nid not in self.leaf_nodes:
-            self.leaf_nodes[nid] = ENode(nid, "Input", cls, [("lit", nid)])
+            self.leaf_nodes[nid] = ENode(nid, Ctor.INPUT, cls, [("lit", nid)])
         return nid
 
 

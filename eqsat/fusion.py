@@ -1,5 +1,9 @@
 """Predict the kernels Inductor generates for one chosen program, and the bytes they move.
 
+Here is the planner (lowering: which nodes are kernels, and what each reads and writes); the kernel
+vocabulary is ``eqsat.kernel``, layout questions ``eqsat.layout``, the calls Triton lowers as several
+kernels ``eqsat.triton_kernels``, scheduling (step 2 below) ``eqsat.fusion_groups``.
+
 Fusion is not additive per e-node, so this walks the whole chosen DAG the way Inductor does:
 1. *Lowering*: views are free; a pointwise op is inlined into its consumers unless something forces
    it into memory (an extern kernel reads it, it is an output, a cat writes it in place, or it is
@@ -20,10 +24,10 @@ each extern op one extern call. Bytes are what crosses a kernel boundary: distin
 reads from outside it plus buffers it writes that something outside it (or the caller) reads.
 
 Aten training graphs (H200 ``calibrate_train``, ``results/2026-12-01_…_calib``) added four
-rules: a fused group keeps one iteration space (``_Groups``: a layer norm backward's row and column
+rules: a fused group keeps one iteration space (``eqsat.fusion_groups``: a layer norm backward's row and column
 sums are two kernels); Triton splits reductions with too few outputs; an ``add`` of a single-use
 ``mm`` is the ``addmm`` Inductor's post-grad pattern makes of it (``absorb_bias_adds``); and opaque
-Aten ops with an Inductor lowering fuse as the code it generates (``eqsat.ops.OPAQUE_KINDS``).
+Aten ops with an Inductor lowering fuse as the code it generates (``eqsat.opaque_kinds``).
 
 The zoo of current-library models on the fake-H200 probe (issue 29) added, for Triton: an
 ``embedding_bag``'s offsets and flattened ids; a matmul contracting one element is pointwise
@@ -35,111 +39,24 @@ merged heads included) is no kernel.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Iterable
 
-from .ops import SDPA_NAME, CTOR_CATEGORY, Category, is_free_unary, op_name_of_key, opaque_kind
+from .fusion_groups import group_bytes, schedule
+from .kernel import (Kernel, class_bytes, list_elements, matmul_writes_cat_slice, numel, outer_product,
+                     splits_reduction, topo_order, lead_extent)
+from .layout import Layout
+from .opaque_kinds import opaque_kind
+from .ops import CTOR_CATEGORY, Category, Ctor, Role, is_free_unary, op_name_of_key
+from .serialized import Choice, EGraphView, ENode
+from .triton_kernels import batched_linear, decomposed_attention, embedding_bag
 
-from .serialized import Choice, EGraphView, ENode, walk
-
-DTYPE_BYTES = {
-    "float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
-    "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "scalar": 0, "scalar_float": 0,
-}
 REALIZE_READS_THRESHOLD = 4  # torch._inductor.config.realize_reads_threshold
 # opaque kinds Triton lowers as several kernels (planned by ``_Planner``); the C++ model keeps one call
 TRITON_PLANNED = frozenset({"attention", "embedding_bag"})
 SORT_MAX_RBLOCK = 512  # ir.Sort.create: a larger sort falls back to aten.sort
 INDEX_DTYPES = frozenset({"int64", "int32", "bool"})
 UNROLL_REDUCTIONS_THRESHOLD = 8  # torch._inductor.config.unroll_reductions_threshold
-
-
-def class_bytes(view: EGraphView, cls: str) -> float | None:
-    """Bytes of the tensor an e-class holds; None when no analysis derived its shape."""
-    shp = view.shape.get(cls)
-    if shp is None:
-        return None
-    return math.prod(shp) * DTYPE_BYTES.get(view.dtype.get(cls, "float32"), 4)
-
-
-def numel(view: EGraphView, cls: str) -> int:
-    shp = view.shape.get(cls)
-    return math.prod(shp) if shp is not None else -1
-
-
-def matmul_writes_cat_slice(view: EGraphView, cls: str) -> bool:
-    """Inductor lets a 2-D matmul (mm, addmm) write its result straight into a cat's slice; a batched
-    one (bmm, baddbmm, a linear or matmul of 3-D operands: a view of an mm) is copied there by a
-    kernel of its own (H200 probe: cat([layer_norm(x), bmm(a, b)]) is 3 launches, with mm it is 2)."""
-    shape = view.shape.get(cls)
-    return shape is not None and len(shape) == 2
-
-
-# matmuls Inductor lowers as a batched matmul (no M = 1 or N = 1 exception), and where their left operand is
-_BATCHED = {"Bmm", "Baddbmm"}
-_LEFT_OPERAND = {"Addmm": 1, "Baddbmm": 1}
-
-
-def outer_product(view: EGraphView, node: ENode) -> bool:
-    """A matmul contracting one element, which Inductor decomposes for a GPU into a broadcast
-    multiply (``torch._inductor.decomposition``: a ``bmm`` of ``[B, M, 1] @ [B, 1, N]``, an ``mm`` or
-    ``addmm`` with K = 1 unless M or N is 1): a pointwise op that fuses, no extern call. The rotary
-    embedding's ``inv_freq @ position_ids`` of Llama-style models (fake H200: Mixtral's 2)."""
-    a = node.children[_LEFT_OPERAND.get(node.ctor, 0)]
-    shape_a, out = view.shape.get(a), view.shape.get(node.eclass)
-    if not shape_a or not out or len(out) < 2 or shape_a[-1] != 1:
-        return False
-    b = node.children[_LEFT_OPERAND.get(node.ctor, 0) + 1] if len(node.children) > 1 else None
-    batched = node.ctor in _BATCHED or node.ctor == "Matmul" and len(view.shape.get(b) or ()) >= 3
-    return batched or (out[-2] != 1 and out[-1] != 1)
-
-
-def list_elements(view: EGraphView, list_cls: str, choice: Choice | None = None) -> list[str]:
-    """Element classes of a cons list: the chosen cells, or each cell's first ``TCons`` node."""
-    out: list[str] = []
-    seen: set[str] = set()
-    cls = list_cls
-    while cls not in seen:
-        seen.add(cls)
-        if choice is not None:
-            cell = view.nodes[choice[cls]]
-        else:
-            cell = next((view.nodes[n] for n in view.classes[cls] if view.nodes[n].ctor == "TCons"), None)
-        if cell is None or cell.ctor != "TCons":
-            break
-        out.append(cell.children[0])
-        cls = cell.children[1]
-    return out
-
-
-@dataclass
-class Kernel:
-    """One schedulable unit: a fusible buffer computation, a copy into a cat slice, or an extern call."""
-
-    index: int
-    kind: str                   # "pointwise" | "reduction" | "extern"
-    writes: str | None          # the buffer (e-class, or "copy:…" for cat-slice copies) it computes
-    out_bytes: float
-    space: tuple[int, int]      # (outer numel, reduced numel); pointwise is (numel, 1)
-    reads: dict[str, float] = field(default_factory=dict)  # buffer → bytes read
-    lead: int = 0               # extent of the first dim: the CPU backend fuses loops sharing it
-    views: frozenset = frozenset()  # the exact tensors (views included) it reads: Triton fuses
-    #                                 kernels horizontally only when they read the same indices
-    copy_of: str | None = None  # the cat whose slice this copy writes
-    copies_input: bool = False  # … of a whole graph input or parameter (Triton: one foreach kernel)
-    fuses: bool = True          # False: a generated kernel that fuses with nothing (a scatter)
-    split: bool = False         # a reduction Triton runs in two kernels (see ``splits_reduction``)
-    inner: bool = True          # a reduction of the innermost dims (``_Planner._inner_reduction``)
-    index_reads: frozenset = frozenset()  # a scatter's index and values: their producers fuse into it
-
-
 _FUSIBLE = {Category.POINTWISE: "pointwise", Category.REDUCTION: "reduction", Category.NORM: "reduction"}
-
-
-def topo_order(view: EGraphView, roots: Iterable[str], choice: Choice) -> list[str]:
-    """Chosen classes reachable from ``roots``, producers first (depth-first post-order)."""
-    return walk(view, roots, choice).postorder
 
 
 class _Planner:
@@ -154,6 +71,7 @@ class _Planner:
         self.pointwise_cat_inputs = pointwise_cat_inputs
         self.order = topo_order(view, roots, choice)
         self.base: dict[str, str] = {}        # class → class whose buffer it aliases (views)
+        self.layout = Layout(view, choice, self.base)
         self.kind: dict[str, str] = {}        # class → source/view/pointwise/reduction/extern/cat/list
         self.users: dict[str, list[str]] = {}  # buffer class → consuming classes
         self.cat_writers: dict[str, list[str]] = {}  # cat buffer → buffers written into its slices
@@ -183,17 +101,17 @@ class _Planner:
                 kind = "list"
             elif cat == Category.SOURCE:
                 kind = "source"
-            elif self.triton and node.ctor == "View" and self._reshapes_a_broadcast(node):
+            elif self.triton and node.ctor == Ctor.VIEW and self.layout.reshapes_a_broadcast(node):
                 kind = "pointwise"  # reshape copies: a dim expanded from 1 merged with another
             elif cat == Category.VIEW or is_free_unary(node.ctor, node.args):
                 kind = "view"
-            elif node.ctor == "Contiguous":  # a clone of a contiguous layout: a no-op post-grad removes
-                kind = "view" if self.triton and self._contiguous(node.children[0]) else "pointwise"
-            elif node.ctor in ("Cat", "Stack"):
+            elif node.ctor == Ctor.CONTIGUOUS:  # a clone of a contiguous layout: a no-op post-grad removes
+                kind = "view" if self.triton and self.layout.contiguous(node.children[0]) else "pointwise"
+            elif node.ctor in Role.CONCAT:
                 elems = self.tensor_inputs(cls)
                 frozen = self.frozen_params and all(self._folded(e) for e in elems)
                 kind = "source" if frozen else "cat"
-            elif node.ctor == "Opaque":
+            elif node.ctor == Ctor.OPAQUE:
                 kind = opaque_kind(node.args[0][1])
                 kind = "extern" if kind in TRITON_PLANNED and not self.triton else kind
                 kind = self._triton_kind(cls, kind) if kind in ("sort", "index_assign") else kind
@@ -206,7 +124,7 @@ class _Planner:
             self.kind[cls] = kind
             ins = self.tensor_inputs(cls) if kind == "view" else ()
             self.base[cls] = self.base[ins[0]] if ins else cls
-            if node.ctor == "Get" and self.base[cls] == node.children[0]:
+            if node.ctor == Ctor.GET and self.base[cls] == node.children[0]:
                 self.pieces.setdefault(node.children[0], []).append(cls)
             if kind != "list":
                 for c in self.tensor_inputs(cls):
@@ -228,14 +146,14 @@ class _Planner:
         outputs = {self.base[r] for r in self.roots}
         for cls in self.order:
             node = self.node(cls)
-            if self.kind[cls] != "pointwise" or node.ctor != "Binary" or op_name_of_key(node.args[0][1]) != "add":
+            if self.kind[cls] != "pointwise" or node.ctor != Ctor.BINARY or op_name_of_key(node.args[0][1]) != "add":
                 continue
             users = self.users.get(cls, ())
             if self.triton and cls not in outputs and all(self.kind[u] in ("pointwise", "reduction") for u in users):
                 continue
             a, b = node.children[:2]
             for mm, inp in ((a, b), (b, a)):
-                if (self.kind.get(mm) == "extern" and self.node(mm).ctor == "Mm" and self.users.get(mm) == [cls]
+                if (self.kind.get(mm) == "extern" and self.node(mm).ctor == Ctor.MM and self.users.get(mm) == [cls]
                         and view.dtype.get(inp) == view.dtype.get(mm)
                         and view.shape.get(inp) is not None and mm != inp):
                     self.kind[cls] = "extern"
@@ -290,8 +208,12 @@ class _Planner:
             out: set[str] = set()
             for c in self.tensor_inputs(cls):
                 if not str(view.dtype.get(c, "")).startswith("scalar"):  # Python scalars are no reads
-                    out |= {c} if self._selects_part(c) else inlined_views.get(base[c], {c})
+                    out |= {c} if self.layout.selects_part(c) else inlined_views.get(base[c], {c})
             return frozenset(out)
+
+        def input_views(e: str) -> frozenset:
+            """The exact tensors a kernel reading all of ``e`` reads: through an inlined producer, its reads."""
+            return inlined_views.get(base[e], frozenset({e}))
 
         def write_slices(buf: str, cls: str) -> None:
             """The ConcatKernel ``buf`` of ``cls``'s inputs: computed ones written in place, a copy
@@ -305,8 +227,8 @@ class _Planner:
                 reads = dict(inlined[base[e]]) if base[e] in inlined else {base[e]: eb}
                 writers.append(f"copy:{buf}:{i}")
                 kernels.append(Kernel(len(kernels), "pointwise", writers[-1], eb,
-                                      (max(numel(view, e), 1), 1), reads, _lead(view, e),
-                                      inlined_views.get(base[e], frozenset({e})),
+                                      (max(numel(view, e), 1), 1), reads, lead_extent(view, e),
+                                      input_views(e),
                                       copy_of=buf, copies_input=kind[e] == "source"))
 
         for cls in self.order:
@@ -321,19 +243,22 @@ class _Planner:
                     clone = f"clone:{cls}"
                     kernels.append(Kernel(len(kernels), "pointwise", clone, class_bytes(view, first) or 0.0,
                                           (max(numel(view, first), 1), 1), reads_of(cls, [first]),
-                                          _lead(view, first), inlined_views.get(base[first], frozenset({first}))))
+                                          lead_extent(view, first), input_views(first)))
                     reads[clone] = kernels[-1].out_bytes
                 kernels.append(Kernel(len(kernels), "pointwise", cls, out_bytes, self._space(cls, k), reads,
                                       fuses=False, index_reads=frozenset(reads_of(cls, rest))))
                 continue
             if k == "attention":
-                kernels.extend(self._decomposed_attention(cls, out_bytes, len(kernels), reads_of, inlined_views))
+                kernels.extend(decomposed_attention(view, cls, self.tensor_inputs(cls), out_bytes, len(kernels),
+                                                    reads_of, input_views, self.split_sms))
                 continue
             if k == "embedding_bag":
-                kernels.extend(self._embedding_bag(cls, out_bytes, len(kernels), reads_of))
+                kernels.extend(embedding_bag(view, cls, self.tensor_inputs(cls), out_bytes, len(kernels), reads_of,
+                                             self.layout.contiguous))
                 continue
             if k == "extern" and self.triton and self._unfolded_bias(cls):
-                kernels.extend(self._batched_linear(cls, out_bytes, len(kernels), reads_of, views_of))
+                kernels.extend(batched_linear(view, cls, self.node(cls).children, out_bytes, len(kernels), reads_of,
+                                              views_of(cls)))
                 continue
             if k == "extern":
                 if cls in self.addmm.values():
@@ -357,37 +282,9 @@ class _Planner:
                 continue
             space, inner = self._space(cls, k), k != "reduction" or self._inner_reduction(cls)
             kernels.append(Kernel(len(kernels), "reduction" if k == "reduction" else "pointwise",
-                                  cls, out_bytes, space, reads, _lead(view, self._outputs(cls)[0]),
+                                  cls, out_bytes, space, reads, lead_extent(view, self._outputs(cls)[0]),
                                   views_of(cls), split=k == "reduction" and splits_reduction(
                                       *space, inner, self.split_sms), inner=inner))
-        return kernels
-
-    def _decomposed_attention(self, cls: str, out_bytes: float, first: int, reads_of, inlined_views) -> list[Kernel]:
-        """Attention as CUDA runs it when no fused kernel takes it (``eqsat.ops.DECOMPOSED_ATTENTION``):
-        q, k and v each copied to the batched layout (q and k scaled; their producers' pointwise ops
-        fuse in), ``bmm`` of q and k, one softmax kernel (the mask's pointwise ops fuse in), ``bmm``
-        of that and v. H200, transformers 5.17's BERT: 3 Triton kernels and 2 calls an attention, 33
-        launches for the model where one fused call (what the model planned) made 24."""
-        view, base = self.view, self.base
-        q, k, v, *mask = self.tensor_inputs(cls)
-        shape_q, shape_k = view.shape.get(q) or (1,), view.shape.get(k) or (1, 1)
-        rows, keys = max(numel(view, q), 1) // max(shape_q[-1], 1), shape_k[-2] if len(shape_k) > 1 else 1
-        score_bytes = float(rows * keys * DTYPE_BYTES.get(view.dtype.get(q, "float32"), 4))
-        kernels: list[Kernel] = []
-
-        def add(kind: str, writes: str, nbytes: float, space: tuple[int, int], reads: dict, **kw) -> str:
-            kernels.append(Kernel(first + len(kernels), kind, writes, nbytes, space, reads, **kw))
-            return writes
-
-        copies = [add("pointwise", f"{tag}:{cls}", class_bytes(view, t) or 0.0, (max(numel(view, t), 1), 1),
-                      reads_of(cls, [t]), lead=_lead(view, t), views=inlined_views.get(base[t], frozenset({t})))
-                  for tag, t in (("q", q), ("k", k), ("v", v))]
-        scores = add("extern", f"scores:{cls}", score_bytes, (0, 0),
-                     {c: kernels[i].out_bytes for i, c in enumerate(copies[:2])})
-        softmax = add("reduction", f"softmax:{cls}", score_bytes, (rows, keys),
-                      {scores: score_bytes, **reads_of(cls, mask)}, views=frozenset({scores}),
-                      split=splits_reduction(rows, keys, True, self.split_sms))
-        add("extern", cls, out_bytes, (0, 0), {softmax: score_bytes, copies[2]: kernels[2].out_bytes})
         return kernels
 
     def _unfolded_bias(self, cls: str) -> bool:
@@ -398,21 +295,11 @@ class _Planner:
         queries: 3 ``bmm`` and 3 adds; BART's cross-attention k/v projections of the layer norms
         eqsat batches)."""
         node = self.node(cls)
-        if node.ctor != "Linear" or self.node(node.children[2]).ctor == "NoneT":
+        if node.ctor != Ctor.LINEAR or self.node(node.children[2]).ctor == Ctor.NONE:
             return False
         x = node.children[0]
         shape = self.view.shape.get(x)
-        return shape is not None and len(shape) >= 3 and not self._contiguous(x)
-
-    def _batched_linear(self, cls: str, out_bytes: float, first: int, reads_of, views_of) -> list[Kernel]:
-        """``_unfolded_bias``: the matmul (an extern call), then the bias add (a pointwise kernel
-        that fuses with pointwise consumers like any other)."""
-        x, w, b = self.node(cls).children
-        product = f"bmm:{cls}"
-        space = (max(numel(self.view, cls), 1), 1)
-        return [Kernel(first, "extern", product, out_bytes, (0, 0), reads_of(cls, [x, w]), views=views_of(cls)),
-                Kernel(first + 1, "pointwise", cls, out_bytes, space, {product: out_bytes, **reads_of(cls, [b])},
-                       _lead(self.view, cls), frozenset({product, b}))]
+        return shape is not None and len(shape) >= 3 and not self.layout.contiguous(x)
 
     def _triton_kind(self, cls: str, kind: str) -> str:
         """Opaque ops Triton lowers unlike the C++ backend: a ``sort`` of at most 512 elements is one
@@ -433,75 +320,13 @@ class _Planner:
     def _fresh(self, cls: str) -> bool:
         """An uninitialised tensor (``empty``, ``empty_like``): nothing to copy before writing it."""
         node = self.node(self.base.get(cls, cls))
-        return node.ctor == "Opaque" and opaque_kind(node.args[0][1]) == "source"
-
-    def _embedding_bag(self, cls: str, out_bytes: float, first: int, reads_of) -> list[Kernel]:
-        """``F.embedding_bag`` of 2-D ids as Inductor lowers it: the offsets ``arange`` is a Triton
-        kernel of its own (it reads nothing, so nothing fuses with it), the ids are flattened, a copy
-        when they are a strided view (a slice of the ids of several tables), then one extern call.
-        Fake H200: a bag of contiguous 2-D ids is 1 kernel + 1 call, of ``ids[:, t]`` 2 + 1; DLRM's
-        8 bags were planned as 8 launches, Inductor makes 24."""
-        view = self.view
-        ids, *rest = self.tensor_inputs(cls)
-        shape = view.shape.get(ids) or ()
-        kernels: list[Kernel] = []
-        if len(shape) == 2:
-            offsets = f"offsets:{cls}"
-            kernels.append(Kernel(first, "pointwise", offsets, float(shape[0] * DTYPE_BYTES["int64"]),
-                                  (shape[0], 1), {}, shape[0]))
-            reads = {offsets: kernels[0].out_bytes}
-            if not self._contiguous(ids):
-                flat = f"flat:{cls}"
-                kernels.append(Kernel(first + 1, "pointwise", flat, class_bytes(view, ids) or 0.0,
-                                      (max(numel(view, ids), 1), 1), reads_of(cls, [ids]), shape[0],
-                                      frozenset({ids})))
-                reads[flat] = kernels[-1].out_bytes
-            else:
-                reads.update(reads_of(cls, [ids]))
-        else:
-            rest = [ids, *rest]
-            reads = {}
-        kernels.append(Kernel(first + len(kernels), "extern", cls, out_bytes, (0, 0), {**reads, **reads_of(cls, rest)}))
-        return kernels
-
-    def _contiguous(self, cls: str) -> bool:
-        """Whether a view is laid out as its own contiguous tensor: every slice or split piece it
-        takes (through reshapes and squeezes) is along the first dim of extent above 1, every
-        permute keeps the order of those dims, and nothing is expanded."""
-        view = self.view
-        while cls != self.base.get(cls, cls):
-            node = self.node(cls)
-            if node.ctor == "Get" and self.node(node.children[0]).ctor != "Split" or self._heads_back_in_place(cls):
-                return True  # an output of a multi-output op
-            src = self.node(node.children[0]).children[0] if node.ctor == "Get" else node.children[0]
-            outer, inner = view.shape.get(cls), view.shape.get(src)
-            if node.ctor == "Expand" or outer is None or inner is None:
-                return False
-            if node.ctor in ("Narrow", "Get") and len(outer) == len(inner):
-                cut = next((d for d, (a, b) in enumerate(zip(outer, inner)) if a != b), 0)
-                if math.prod(inner[:cut]) > 1:
-                    return False
-            if node.ctor == "Permute":
-                perm = next(a[1] for a in node.args if a[0] != "class")
-                kept = [d for d in perm if inner[d] != 1]
-                if kept != sorted(kept):
-                    return False
-            cls = src
-        return True
-
-    def _selects_part(self, cls: str) -> bool:
-        """``cls`` is a slice or a split piece of its buffer (through any views), not all of it."""
-        while cls != self.base.get(cls, cls):
-            if self.node(cls).ctor in ("Narrow", "Get"):
-                return True
-            cls = self.node(cls).children[0]
-        return False
+        return node.ctor == Ctor.OPAQUE and opaque_kind(node.args[0][1]) == "source"
 
     def _folded(self, cls: str) -> bool:
         """A parameter, or a zero padding of one: freezing folds it into a constant."""
         node = self.node(cls)
         return self.base.get(cls, cls) in self.view.params or (
-            node.ctor == "Pad" and self.base.get(node.children[0], node.children[0]) in self.view.params)
+            node.ctor == Ctor.PAD and self.base.get(node.children[0], node.children[0]) in self.view.params)
 
     def _unrolled(self, cls: str, node: ENode) -> bool:
         """A reduction of fewer than ``config.unroll_reductions_threshold`` (8) elements per output
@@ -511,56 +336,11 @@ class _Planner:
         n_in, n_out = (numel(self.view, ins[0]) if ins else -1), numel(self.view, cls)
         return n_in > 0 and n_out > 0 and n_in // n_out < UNROLL_REDUCTIONS_THRESHOLD
 
-    def _reshapes_a_broadcast(self, node: ENode) -> bool:
-        """A reshape that merges a dim an ``expand`` grew from 1 with another dim of extent above 1
-        cannot be a view (stride 0 next to a real stride): Inductor copies it. transformers'
-        ``repeat_kv`` of grouped-query attention, ``k[:, :, None].expand(...).reshape(b, h, s, d)``:
-        fake H200, Qwen2 and Mixtral copy k and v per layer (the model had them free)."""
-        src = self.node(node.children[0])
-        if src.ctor != "Expand":
-            return False
-        outer, inner = self.view.shape.get(node.children[0]), self.view.shape.get(src.children[0])
-        out = self.view.shape.get(node.eclass)
-        if not outer or not inner or not out:
-            return False
-        inner = (1,) * (len(outer) - len(inner)) + tuple(inner)
-        grown = {d for d, (a, b) in enumerate(zip(outer, inner)) if a > 1 and b == 1}
-        i = j = 0
-        while i < len(outer) and j < len(out):  # the groups of input dims each output dim merges
-            group, have, want = [i], outer[i], out[j]
-            while have != want and i + 1 < len(outer) and j + 1 < len(out):
-                if have < want:
-                    i += 1
-                    group.append(i)
-                    have *= outer[i]
-                else:
-                    j += 1
-                    want *= out[j]
-            if grown & set(group) and sum(outer[d] > 1 for d in group) > 1:
-                return True
-            i, j = i + 1, j + 1
-        return False
-
-    def _heads_back_in_place(self, cls: str) -> bool:
-        """``attention(...).transpose(1, 2)`` of a call CUDA runs fused: flash and memory-efficient
-        attention write their output as (batch, seq, heads, dim) and return it transposed, so the
-        transpose back is contiguous (fake H200: GPT-2, Llama, Mixtral have no kernel there; the
-        math decomposition's bmm output does need the copy)."""
-        node = self.node(cls)
-        if node.ctor != "Permute" or [d for d in next(a[1] for a in node.args if a[0] != "class")] != [0, 2, 1, 3]:
-            return False
-        src = self.node(node.children[0])
-        if src.ctor != "Get":
-            return False
-        call = self.node(src.children[0])
-        return (call.ctor == "Opaque" and opaque_kind(call.args[0][1]) == "extern"
-                and op_name_of_key(call.args[0][1]).endswith(SDPA_NAME))
-
     def _concat_diff(self, cls: str) -> bool:
         """``torch.diff(x, prepend=p)`` is ``cat([p, x])`` and two slices of it to Inductor: Triton
         keeps that cat a ConcatKernel on the same condition as any (``_input_read_elsewhere``)."""
         node = self.node(cls)
-        return (self.triton and self.kind[cls] == "pointwise" and node.ctor == "Opaque"
+        return (self.triton and self.kind[cls] == "pointwise" and node.ctor == Ctor.OPAQUE
                 and op_name_of_key(node.args[0][1]).rsplit(".", 1)[-1] == "diff"
                 and len(self.tensor_inputs(cls)) > 1 and self._input_read_elsewhere(cls))
 
@@ -607,7 +387,7 @@ class _Planner:
         a row sum); a sum over leading dims (a bias gradient, a column sum) is an outer reduction.
         Norms and opaque reductions (``var_mean`` of a layer norm) reduce the last dim."""
         node = self.node(cls)
-        if node.ctor != "Reduce":
+        if node.ctor != Ctor.REDUCE:
             return True
         shp = self.view.shape.get(node.children[0])
         dims = node.args[2][1]
@@ -633,199 +413,6 @@ class _Planner:
             return (n_out // max(last, 1), max(last, 1))
         return (n_out, max(n_in // n_out, 1))
 
-
-def splits_reduction(numel: int, rnumel: int, inner: bool, num_sm: int) -> bool:
-    """Whether Triton splits a reduction of ``numel`` outputs over ``rnumel`` elements into two
-    kernels (a partial reduction, then one over the partials) on a GPU of ``num_sm`` multiprocessors
-    (0: never, the C++ backend), after Inductor's ``num_splits`` / ``reduction_split_factor``: too few
-    outputs to fill the GPU (fewer than ``2·num_sm`` for a row sum, ``64·num_sm`` for a column sum)
-    and a reduction long enough to share out (more than 8192 elements in a row, more than 4 × 32
-    (values per thread × the least split) down a column). H200 (132 SMs): wukong's layer-norm weight
-    and bias gradients, column sums of 16 outputs over 1024 rows, are a ``triton_red`` and a
-    ``triton_per`` each."""
-    if num_sm <= 0 or numel >= num_sm * 64 or rnumel <= 32:
-        return False
-    return numel < 2 * num_sm and rnumel > 8192 if inner else rnumel > 128
-
-
-def _lead(view: EGraphView, cls: str) -> int:
-    shp = view.shape.get(cls)
-    return shp[0] if shp else 1
-
-
-def _compatible(a: Kernel, b: Kernel, outer_loop: bool) -> bool:
-    """Iteration spaces Inductor's scheduler can put in one kernel: the C++ backend fuses any loop
-    nests with the same outer loop (outer-loop fusion); Triton needs matching (numel, rnumel)."""
-    if outer_loop:
-        return a.lead == b.lead
-    if a.kind == "pointwise" and b.kind == "pointwise":
-        return a.space[0] == b.space[0]
-    if a.kind == "reduction" and b.kind == "reduction":  # a row sum and a column sum index apart
-        return a.space == b.space and a.inner == b.inner
-    pw, red = (a, b) if a.kind == "pointwise" else (b, a)
-    return pw.space[0] in (red.space[0] * red.space[1], red.space[0])
-
-
-class _Groups:
-    """Union-find over kernels with Inductor-style cycle checks on group ancestors (bitsets).
-
-    A fused group has one iteration space, as Inductor's fused node has one ``(numel, rnumel)``: two
-    groups merge only when their spaces agree (``_compatible`` of each group's ``shape``, a reduction
-    member when there is one). Checking only the two kernels being merged let a pointwise op of
-    ``n·r`` elements bridge a row reduction ``(n, r)`` and a column reduction ``(r, n)`` of one
-    tensor into one group (every layer norm backward: the input gradient's row sums and the weight
-    and bias gradients' column sums), which Triton runs as separate kernels."""
-
-    def __init__(self, kernels: list[Kernel], ancestors: list[int], descendants: list[int], outer_loop: bool):
-        self.parent = list(range(len(kernels)))
-        self.members = [1 << k.index for k in kernels]
-        self.anc = list(ancestors)
-        self.desc = list(descendants)
-        self.multi = 0  # members of every group of more than one kernel
-        self.kernels = kernels
-        self.shape = list(kernels)  # per group root: the kernel whose space stands for the group
-        self.outer_loop = outer_loop
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def _spans(self, before: int, after: int) -> bool:
-        """Whether a group of several kernels has members in both ``before`` (ancestors of the merged
-        group) and ``after`` (its descendants): the merge would put it on a cycle. Walked from the
-        side with fewer such members: a wide cat's slice writers are thousands of groups before it,
-        none after it yet (walking every group among the ancestors was quadratic)."""
-        before, after = before & self.multi, after & self.multi
-        if not before or not after:
-            return False
-        walk, other = (before, after) if before.bit_count() <= after.bit_count() else (after, before)
-        while walk:  # one check per group: its members all give the same answer
-            g = self.find((walk & -walk).bit_length() - 1)
-            if self.members[g] & other:
-                return True
-            walk &= ~self.members[g]
-        return False
-
-    def try_merge(self, i: int, j: int, any_space: bool = False) -> bool:
-        """Merge the groups of kernels i and j unless their spaces differ (``any_space``: a foreach
-        kernel of copies, one loop per copy) or the merged group would depend on itself."""
-        a, b = self.find(i), self.find(j)
-        if a == b:
-            return True
-        sa, sb = self.shape[a], self.shape[b]
-        if not any_space and not _compatible(sa, sb, self.outer_loop):
-            return False
-        mask = self.members[a] | self.members[b]
-        # A path a → x → b leaves through a member, so x comes after the first member in topo order.
-        first = (mask & -mask).bit_length() - 1
-        before = ((self.anc[a] | self.anc[b]) & ~mask) >> first << first
-        after = (self.desc[a] | self.desc[b]) & ~mask
-        if before & after or self._spans(before, after):
-            return False
-        self.parent[b] = a
-        self.members[a] = mask
-        self.anc[a] = (self.anc[a] | self.anc[b]) & ~mask
-        self.desc[a] = (self.desc[a] | self.desc[b]) & ~mask
-        self.multi |= mask
-        self.shape[a] = sa if sa.kind == "reduction" or sb.kind != "reduction" else sb
-        return True
-
-
-def schedule(kernels: list[Kernel], aliases: dict[str, list[str]], outer_loop: bool) -> list[list[Kernel]]:
-    """Fuse fusible kernels into groups; extern kernels stay alone.
-
-    ``aliases`` maps a cat buffer to the buffers written into its slices: reading it depends on them.
-    """
-    producer = {k.writes: k for k in kernels}
-    ancestors: list[int] = []
-    read_bits: dict[str, int] = {}  # buffer → its writers and their ancestors (a cat: every slice writer)
-    writes_into: dict[int, list[str]] = {}  # kernel → the buffers read whose writers include it
-    for k in kernels:
-        bits = 0
-        for buf in k.reads:
-            if buf not in read_bits:  # producers come first: a buffer's bits are final when first read
-                b = 0
-                for w in aliases.get(buf, (buf,)):
-                    p = producer.get(w)
-                    if p is not None:
-                        b |= ancestors[p.index] | (1 << p.index)
-                        writes_into.setdefault(p.index, []).append(buf)
-                read_bits[buf] = b
-            bits |= read_bits[buf]
-        ancestors.append(bits)
-    descendants = [0] * len(kernels)
-    read_by: dict[str, int] = {}  # buffer → its readers and their descendants (final before its writers)
-    for k in reversed(kernels):
-        for buf in writes_into.get(k.index, ()):
-            descendants[k.index] |= read_by[buf]
-        for buf in k.reads:
-            read_by[buf] = read_by.get(buf, 0) | descendants[k.index] | (1 << k.index)
-    groups = _Groups(kernels, ancestors, descendants, outer_loop)
-    fusible = [k for k in kernels if k.kind != "extern" and k.fuses]
-    writers: dict[str, list[int]] = {}  # buffer → its fusible writers (a cat: every slice writer)
-    joined: set[str] = set()  # buffers whose writers are all in one group (union-find: for good)
-    scatters = [k for k in kernels if not k.fuses and k.index_reads]
-    for k in fusible + scatters:  # vertical: producer → consumer, also through a cat's slice writers
-        for buf in (k.reads if k.fuses else k.index_reads):
-            if buf not in writers:
-                writers[buf] = [p.index for w in aliases.get(buf, (buf,))
-                                if (p := producer.get(w)) is not None and p.kind != "extern" and p.fuses]
-            ws = writers[buf]
-            if buf not in joined and len({groups.find(i) for i in ws}) <= 1:
-                joined.add(buf)
-            # one group: the first merge decides for all (the rest would repeat it with the same groups)
-            if buf in aliases and not outer_loop:
-                continue  # Triton: a slice writer writes other indices than the cat's reader reads
-            for i in ws[:1] if buf in joined else ws:
-                groups.try_merge(i, k.index)
-    copies: dict[str, list[Kernel]] = {}
-    for k in fusible:  # one cat's slice copies: the C++ backend emits them in one function; Triton
-        if k.copy_of is not None and (outer_loop or k.copies_input):  # a foreach kernel for inputs
-            copies.setdefault(k.copy_of, []).append(k)
-    for ks in copies.values():
-        for a, b in zip(ks, ks[1:]):
-            groups.try_merge(a.index, b.index, any_space=True)
-    readers: dict[str, list[Kernel]] = {}
-    for k in fusible:  # horizontal: kernels sharing a read (Triton: the same indices, not just buffer)
-        for buf in (k.reads if outer_loop else k.views):
-            readers.setdefault(buf, []).append(k)
-    for ks in readers.values():
-        for a, b in zip(ks, ks[1:]):
-            groups.try_merge(a.index, b.index)
-    out: dict[int, list[Kernel]] = {}
-    for k in kernels:
-        out.setdefault(groups.find(k.index), []).append(k)
-    return list(out.values())
-
-
-def group_bytes(group: list[Kernel], consumers: dict[str, set[int]], outputs: set[str],
-                part: Callable[[str], tuple[str, float, float]] | None = None) -> float:
-    """Bytes a fused kernel moves: distinct outside reads, plus writes read outside it or kept.
-
-    ``part(v)`` is (buffer, bytes of view v, bytes of the buffer): distinct views of one buffer (the
-    pieces of a split) read distinct bytes, so they add up, to at most the whole buffer.
-    """
-    inside = {k.writes for k in group}
-    ids = {k.index for k in group}
-    reads: dict[str, float] = {}
-    for k in group:
-        for buf, nb in k.reads.items():
-            if buf not in inside:
-                reads[buf] = max(reads.get(buf, 0.0), nb)
-    if part is not None:
-        pieces: dict[str, dict[str, float]] = {}
-        whole: dict[str, float] = {}
-        for v in {v for k in group for v in k.views}:
-            buf, nb, total = part(v)
-            if buf in reads:
-                pieces.setdefault(buf, {})[v] = min(nb, total)
-                whole[buf] = total
-        for buf, got in pieces.items():
-            reads[buf] = max(reads[buf], min(sum(got.values()), whole[buf]))
-    writes = sum(k.out_bytes for k in group if k.writes in outputs or consumers.get(k.writes, set()) - ids)
-    return sum(reads.values()) + writes
 
 
 def plan_groups(view: EGraphView, choice: Choice, roots: Iterable[str], frozen_params: bool = False,

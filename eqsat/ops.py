@@ -2,21 +2,21 @@
 
 A row says everything the rest of the code needs to know about an op:
 - its egglog constructor and argument sorts (``eqsat.schema`` generates the datatype from the rows),
-- its DSL builder name (``rules.dsl`` generates its signatures from the rows),
+- its DSL builder name (``eqsat_rules.dsl`` generates its signatures from the rows),
 - its shape (``shape``: a function of the constructor's arguments, written with the DSL, that
-  ``rules.shape`` compiles into the analysis rule) and dtype (``dtype``: the facts ``KeepsDtype`` /
+  ``eqsat_rules.shape`` compiles into the analysis rule) and dtype (``dtype``: the facts ``KeepsDtype`` /
   ``KeepsIntDtype`` / ``BoolResult`` of keyed ops, or ``SAME`` as its first tensor operand),
 - its category (what Inductor does with it: the cost model's only input about an op),
-- where slicing commutes with it (``slices``: ``rules.algebra`` derives narrow/split/cat rules),
+- where slicing commutes with it (``slices``: ``eqsat_rules.algebra`` derives narrow/split/cat rules),
 - how lowering reads it: its Torch-IR spellings (``spellings``: function/method names), the Aten-IR
   overloads (``aten_spellings``), and how the FX call's arguments become the term's: declaratively
-  (``call``) or by a named converter of ``fx_bridge.lower`` (``lower``),
+  (``call``) or by a named converter of ``eqsat_torch.lowering.lower`` (``lower``),
 - how raising writes it: the Torch callable (``torch``) and the Aten-IR overload (``aten``),
-- how the rule checker evaluates it: ``call`` again, or a named evaluator of ``rules.checker``
+- how the rule checker evaluates it: ``call`` again, or a named evaluator of ``eqsat_rules.checker``
   (``evaluate``).
 The engine never imports torch: targets are qualified names (``"torch.narrow"``, ``"Tensor.expand"``,
-``"mm.default"``) that ``fx_bridge.targets`` resolves, and the torch-side tables (``fx_bridge.lower``'s
-handlers, ``fx_bridge.aten_spelling``, the checker's evaluators) are derived from the rows there.
+``"mm.default"``) that ``eqsat_torch.lowering.targets`` resolves, and the torch-side tables (``eqsat_torch.lowering.lower``'s
+handlers, ``eqsat_torch.raising.aten_spelling``, the checker's evaluators) are derived from the rows there.
 Adding an op is one row (see ``docs/architecture.md``); ``register`` adds one at runtime.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Arg:
 
 
 # A shape function: (k, *constructor args) → the result's shape, or [(guards, shape), …] cases; ``k``
-# is the DSL (``rules.dsl``, which the engine cannot import): ``lambda k, x, d: k.insert(x.shape, d, 1)``.
+# is the DSL (``eqsat_rules.dsl``, which the engine cannot import): ``lambda k, x, d: k.insert(x.shape, d, 1)``.
 # A tuple-valued op's function also takes the piece index: ``Get(op(args…), i)`` has that shape.
 ShapeFn = Callable[..., Any]
 # Where slicing commutes with an op: (k, *constructor args, d) → [(case, guards, input dim), …]: slicing
@@ -83,7 +83,7 @@ class Op:
     category: Category
     args: tuple[str, ...] = ()
     sort: str = TENSOR
-    dsl: str | None = None                 # rules.dsl builder (ops with their own constructor)
+    dsl: str | None = None                 # eqsat_rules.dsl builder (ops with their own constructor)
     dtype: Dtype | None = None             # pointwise only
     params: tuple[str, ...] = ()           # pointwise: non-tensor parameters in positional order
     torch: str | None = None               # Torch-IR callable raising emits ("Tensor.x": a method)
@@ -91,13 +91,13 @@ class Op:
     spellings: tuple[str, ...] = ()        # more Torch-IR names lowering reads as this op
     aten_spellings: tuple[str, ...] = ()   # Aten-IR overloads lowering reads as this op
     call: tuple[Arg, ...] = ()             # the torch call's arguments in term order (declarative)
-    lower: str | None = None               # else: the fx_bridge.lower converter of its spellings
-    evaluate: str | None = None            # else: the rules.checker evaluator of its constructor
+    lower: str | None = None               # else: the eqsat_torch.lowering.lower converter of its spellings
+    evaluate: str | None = None            # else: the eqsat_rules.checker evaluator of its constructor
     shape: ShapeFn | None = None           # the shape analysis (shared by the rows of a constructor)
-    slices: SlicesFn | None = None         # narrow/split commute with it there (rules.algebra)
+    slices: SlicesFn | None = None         # narrow/split commute with it there (eqsat_rules.algebra)
     concat: bool = False                   # and cat does (its results agree in shape where its inputs do)
     one_dim: bool = False                  # a reduction over one int dim (prod)
-    batch: str | None = None               # pointwise: its own batch rule (rules.batch), else the generic one
+    batch: str | None = None               # pointwise: its own batch rule (eqsat_rules.batch), else the generic one
     defaults: tuple[tuple[str, Any], ...] = ()  # pointwise: (param, default) pairs lowering leaves out of the key
     aliases: tuple[Alias, ...] = ()        # Torch-IR names of the op under another name (``ALIASES``)
     exact_tie: bool = False                # its value or its backward tests values for exact equality
@@ -227,7 +227,7 @@ ALIASED = {
     "atan2": ("arctan2",), "trunc": ("fix",), "sigmoid": ("special_expit", "expit"),
 }
 # Ops whose value (or whose backward's tie mask, ``grad * (x == amax(x)) / count``) tests floats for
-# exact equality (``fx_bridge.inductor_workarounds``).
+# exact equality (``eqsat_torch.inductor.workarounds``).
 TIES = {n: True for n in ("amax", "amin", "maximum", "minimum", "eq", "ne")}
 TOTAL = {**{n: ("float",) for n in "exp log log1p expm1 sqrt rsqrt sigmoid tanh sin cos floor ceil round trunc"
             " reciprocal exp2 log2 erf".split()},
@@ -370,59 +370,38 @@ STRUCTURAL = [
     Op("cons", "TCons", Category.SOURCE, (T, TLIST), TLIST),
 ]
 
-# Ops with no row here (lowering keeps them ``Opaque``) that Inductor generates code for, by what
-# that code is: a lowering in ``torch/_inductor/lowering.py`` (no fallback), so the op fuses like a
-# pointwise op or a reduction of ours instead of costing an extern call. ``scatter``: Inductor's
-# ``Scatter``, a generated kernel of its own that fuses with nothing, writing in place into a clone
-# of its first input (a fusible pointwise kernel); the values are computed inside it. ``view``: a
-# no-op alias, or a call that makes no kernel at all. ``source``: a buffer allocated, not computed.
-# Opaque ops not listed here are extern calls (fallbacks: ``_embedding_bag``, SDPA, convolutions, ...).
-# Aten names are what post-grad graphs hold; Torch-IR functions and methods (``torch.arange``,
-# ``torch.nn.functional.embedding``, ``x.new_ones``) are looked up by their last name, which stays the
-# same across torch versions (Dynamo records ``torch.embedding`` in one, the functional in another):
-# whole transformers models (zoo, transformers 5.17) price their embeddings, position ids, masks and
-# rotary tables as the kernels Inductor fuses them into.
 # Lowering's mark on a ``scaled_dot_product_attention`` call CUDA cannot run as one fused kernel
-# (``fx_bridge.attention.cuda_fuses``: a mask or head laid out with a last-dim stride other than 1): the
+# (``eqsat_torch.lowering.attention.cuda_fuses``: a mask or head laid out with a last-dim stride other than 1): the
 # GPU model plans it as its math decomposition (``eqsat.fusion``), the C++ one as one extern call.
-SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (fx_bridge.lower)
+SDPA_NAME = "scaled_dot_product_attention"  # the call lowering marks (eqsat_torch.lowering.lower)
 DECOMPOSED_ATTENTION = ":decomposed_on_cuda"
-TORCH_IR_KINDS: dict[str, str] = {
-    SDPA_NAME + DECOMPOSED_ATTENTION: "attention",
-    "embedding_bag": "embedding_bag",  # offsets and flattened ids first (``eqsat.fusion``)
-    "sort": "sort", "index_assign": "index_assign",  # Triton: a kernel when small, a scatter (``eqsat.fusion``)
-    **dict.fromkeys(["embedding", "arange", "gather", "where", "diff", "zeros", "ones", "full", "zeros_like",
-                     "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "masked_fill", "getitem",
-                     "max_pool2d"], "pointwise"),
-    **dict.fromkeys(["cumsum"], "reduction"),
-    **dict.fromkeys(["empty", "empty_like", "new_empty"], "source"),
-    **dict.fromkeys(["_log_api_usage_once"], "view"),
-}
-OPAQUE_KINDS: dict[str, str] = {
-    **dict.fromkeys(["aten.var_mean.correction", "aten.var.correction", "aten.any.dims", "aten.any.dim",
-                     "aten.any.default", "aten.max.dim", "aten.min.dim", "aten.argmax.default",
-                     "aten.argmin.default"], "reduction"),
-    **dict.fromkeys(["aten.full.default", "aten.scalar_tensor.default", "prims.iota.default",
-                     "aten.embedding.default", "aten.index.Tensor", "aten._unsafe_index.Tensor",
-                     "aten._unsafe_masked_index.default", "aten.gather.default", "aten.arange.start_step",
-                     "aten.clamp_min.default", "aten.clamp_max.default", "prims.fma.default",
-                     "prims.convert_element_type.default", "aten.slice_scatter.default",
-                     "aten.select_scatter.default"], "pointwise"),
-    **dict.fromkeys(["aten.index_put.default", "aten._unsafe_index_put.default", "aten.scatter_add.default",
-                     "aten._unsafe_masked_index_put_accumulate.default"], "scatter"),
-    **dict.fromkeys(["aten.alias.default"], "view"),
-    **dict.fromkeys(["aten.sort.default", "aten.sort.stable"], "sort"),
-}
 OPAQUE_KEY_PREFIX = "op:"  # lowering keys an opaque node ``op:<module>.<op>.<overload>`` (+ attributes)
 
 
-def opaque_kind(key: str) -> str:
-    """What Inductor makes of the opaque op keyed ``key``: an ``OPAQUE_KINDS`` kind for an Aten op, a
-    ``TORCH_IR_KINDS`` kind for a Torch-IR one, else ``extern``."""
-    label = op_name_of_key(key).removeprefix(OPAQUE_KEY_PREFIX).removeprefix("torch._ops.")
-    if label.startswith(("aten.", "prims.")):
-        return OPAQUE_KINDS.get(label, "extern")
-    return TORCH_IR_KINDS.get(label.rsplit(".", 1)[-1], "extern")
+# Constructor names, for code that matches on one (the rows above spell them; ``tests/eqsat/
+# test_constructor_strings.py`` keeps every other module of the engine, the rules and the bridge from
+# spelling them as strings).
+class Ctor:
+    INPUT, PARAM, SCALAR, NONE = "Input", "Param", "Scalar", "NoneT"
+    UNARY, BINARY, TERNARY, REDUCE, SOFTMAX, LAYER_NORM = "Unary", "Binary", "Ternary", "Reduce", "Softmax", "LayerNorm"
+    LINEAR, MM, BMM, MATMUL, ADDMM, BADDBMM = "Linear", "Mm", "Bmm", "Matmul", "Addmm", "Baddbmm"
+    NARROW, VIEW, PERMUTE, EXPAND, UNSQUEEZE, SQUEEZE = "Narrow", "View", "Permute", "Expand", "Unsqueeze", "Squeeze"
+    CONTIGUOUS, PAD, REPEAT, CAT, STACK, GET, SPLIT = "Contiguous", "Pad", "Repeat", "Cat", "Stack", "Get", "Split"
+    OPAQUE, NIL, CONS = "Opaque", "TNil", "TCons"
+
+
+class Role:
+    """Groups of constructors the cost model and the rules treat alike, as tinygrad's ``GroupOp`` beside
+    its op enum. What Inductor does with an op (matmul-like, reduction, view, pointwise, copy, norm,
+    opaque) is its row's ``category`` (``CTOR_CATEGORY``); these are the finer roles code matches on."""
+
+    KEYED_POINTWISE = KEYED_POINTWISE                 # first argument: a pointwise op's key
+    KEYED = KEYED_POINTWISE | {Ctor.SOFTMAX}          # … or softmax's
+    CONCAT = frozenset({Ctor.CAT, Ctor.STACK})          # a buffer its inputs are written into
+    BATCHED_MATMUL = frozenset({Ctor.BMM, Ctor.BADDBMM})  # Inductor's bmm: no M = 1 or N = 1 exception
+    BIAS_FIRST = frozenset({Ctor.ADDMM, Ctor.BADDBMM})  # the bias, then the left operand
+    SLICE = frozenset({Ctor.NARROW, Ctor.GET})          # a part of its buffer, not all of it
+    LIST = frozenset({Ctor.NIL, Ctor.CONS})             # the cells of a tensor list
 
 
 # Torch-IR names lowering handles that are no op of their own: identities, folded sizes, detach.
@@ -439,7 +418,7 @@ FREE_UNARIES = frozenset({"detach"})
 def is_free_unary(ctor: str, args: Iterable) -> bool:
     """``(Unary "detach" x)``: no kernel of its own (``args`` as the serialized e-graph has them)."""
     first = next(iter(args), None)
-    return ctor == "Unary" and first is not None and first[0] == "lit" and op_name_of_key(str(first[1])) in FREE_UNARIES
+    return ctor == Ctor.UNARY and first is not None and first[0] == "lit" and op_name_of_key(str(first[1])) in FREE_UNARIES
 
 ALL_OPS: list[Op] = list(STRUCTURAL)
 
@@ -549,7 +528,7 @@ def spellings(rows: Iterable[Op] | None = None) -> set[str]:
     """Every Torch-IR name lowering reads as some op (op names of non-source rows, their spellings)."""
     names = set(NON_OP_SPELLINGS)
     for op in rows if rows is not None else ALL_OPS:
-        if op.category not in (Category.SOURCE, Category.OPAQUE) and op.ctor != "Get":
+        if op.category not in (Category.SOURCE, Category.OPAQUE) and op.ctor != Ctor.GET:
             names.add(op.name)
             names.update(op.spellings)
     return names

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from .cost import CostModel, ProgramCost
+from .ops import Ctor
 from .serialized import Choice, EGraphView, ENode
 from .terms import IVec, Ref, Term, TList
 
@@ -46,10 +47,10 @@ class _Matcher:
                 stack.pop()
                 continue
             if k == len(heads):
-                ok[(cls, k)] = next((n.id for n in self._nodes(cls) if n.ctor == "TNil"), None)
+                ok[(cls, k)] = next((n.id for n in self._nodes(cls) if n.ctor == Ctor.NIL), None)
                 stack.pop()
                 continue
-            cells = [n for n in self._nodes(cls) if n.ctor == "TCons" and n.children[0] == heads[k]]
+            cells = [n for n in self._nodes(cls) if n.ctor == Ctor.CONS and n.children[0] == heads[k]]
             pending = [(n.children[1], k + 1) for n in cells if (n.children[1], k + 1) not in ok]
             if pending:
                 stack.extend(pending)

@@ -3,7 +3,7 @@
 Extraction optimizes against the cost model, so where the model is wrong about one rewrite, the
 extracted program carries it along with the rewrites that pay (DESIGN.md; issue 29: zoo Llama and
 Mixtral launched more than the input on the H200). Inductor decides among the input, the extracted
-program and these (``fx_bridge.verify``). They cost no saturation and no extraction: every e-class
+program and these (``eqsat_torch.inductor.verify``). They cost no saturation and no extraction: every e-class
 computes one value whichever of its e-nodes is chosen, so a program may take its e-node per class
 from either program, as long as the mix is acyclic and complete.
 
@@ -21,7 +21,7 @@ from .provenance import rules_by_class, rules_used
 from .rule import Rule
 from .serialized import Choice, EGraphView, walk
 
-# Where the batch fusions inserted from Python (``rules.batch``) come from: they are no
+# Where the batch fusions inserted from Python (``eqsat_rules.batch``) come from: they are no
 # rule of the rule list, so their family is named here.
 INSERTED_FAMILY = "batch"
 

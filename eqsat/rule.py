@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .ops import Role
 from .rulelang import IDENTIFIER, Call, Clause, Decl, Guard, ListExpr, Union, Var
 
 
@@ -45,7 +46,7 @@ def rule_of_tag(tag: str) -> str:
 def _ctors(t) -> set[str]:
     """Constructors a term builds (capitalised calls; primitives and analyses are lower case)."""
     if isinstance(t, ListExpr):
-        return {"TCons", "TNil"}.union(*(_ctors(i) for i in t.items)) | (_ctors(t.tail) if t.tail is not None else set())
+        return set(Role.LIST).union(*(_ctors(i) for i in t.items)) | (_ctors(t.tail) if t.tail is not None else set())
     if not isinstance(t, Call):
         return set()
     return ({t.fn} if t.fn[0].isupper() else set()).union(*(_ctors(a) for a in t.args))

@@ -67,7 +67,7 @@ class Expr:
         if self.sort == IVEC:
             return Call("vec-get", (self, lift(i, INT)), INT)
         if self.sort == TTUPLE:
-            return Call("Get", (self, lift(i, INT)), TENSOR)
+            return Call(ops.Ctor.GET, (self, lift(i, INT)), TENSOR)
         raise TypeError(f"cannot index a {self.sort}")
 
     def len(self) -> "Expr":
@@ -163,7 +163,7 @@ class Call(Expr):
             return f"({a[0]!r} {_INFIX[fn]} {a[1]!r})"
         if fn == "vec-of":
             return "[" + ", ".join(repr(x) for x in a) + "]"
-        if fn in ("vec-get", "Get"):
+        if fn in ("vec-get", ops.Ctor.GET):
             return f"{a[0]!r}[{a[1]!r}]"
         if fn in ("shape", "dtype"):
             return f"{a[0]!r}.{fn}"
@@ -175,7 +175,7 @@ class Call(Expr):
             return f"{a[0]!r} + {a[1]!r}"
         if fn in ("vec-set", "vec-remove", "vec-push"):
             return f"{a[0]!r}.{fn[4:]}({', '.join(repr(x) for x in a[1:])})"
-        if fn in ("Unary", "Binary", "Ternary", "Softmax") and isinstance(a[0], Lit):
+        if fn in ops.Role.KEYED and isinstance(a[0], Lit):
             return f"{a[0].value}({', '.join(repr(x) for x in a[1:])})"
         name = _torch_names(ops.version()).get(fn, fn.replace("-", "_"))
         return f"{name}({', '.join(repr(x) for x in a)})"
@@ -270,11 +270,11 @@ def ctor(name: str, *args) -> Call:
 
 
 def cons(head, tail) -> Expr:
-    return Call("TCons", (lift(head, TENSOR), lift(tail, TLIST)), TLIST)
+    return Call(ops.Ctor.CONS, (lift(head, TENSOR), lift(tail, TLIST)), TLIST)
 
 
 def nil() -> Expr:
-    return Call("TNil", (), TLIST)
+    return Call(ops.Ctor.NIL, (), TLIST)
 
 
 # -- declarations -----------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ import logging
 
 import torch
 
-from . import torch_compat
-from .report import Report
+from eqsat_torch.inductor import compat
+from eqsat_torch.report import Report
 
 log = logging.getLogger("eqsat")
 
@@ -24,7 +24,7 @@ STATS = ("egraph_sizes", "egraph_nodes", "stop_reason", "rules_fired", "rules_us
 
 
 def graph_before(stage: str, graph: torch.fx.Graph) -> None:
-    torch_compat.trace_artifact(f"{PREFIX[stage]}_graph_before", "string", lambda: _code(graph))
+    compat.trace_artifact(f"{PREFIX[stage]}_graph_before", "string", lambda: _code(graph))
 
 
 def graph_after(stage: str, graph: torch.fx.Graph, report: Report) -> None:
@@ -33,9 +33,9 @@ def graph_after(stage: str, graph: torch.fx.Graph, report: Report) -> None:
     if log.isEnabledFor(logging.DEBUG):
         log.debug("eqsat %s details:\n  %s", LABEL[stage], report.details().replace("\n", "\n  "))
     prefix = PREFIX[stage]
-    torch_compat.trace_artifact(f"{prefix}_graph_after", "string", lambda: _code(graph))
-    torch_compat.trace_artifact(f"{prefix}_report", "json", lambda: json.dumps(report.to_dict(), default=str))
-    torch_compat.trace_artifact(f"{prefix}_egraph_stats", "json",
+    compat.trace_artifact(f"{prefix}_graph_after", "string", lambda: _code(graph))
+    compat.trace_artifact(f"{prefix}_report", "json", lambda: json.dumps(report.to_dict(), default=str))
+    compat.trace_artifact(f"{prefix}_egraph_stats", "json",
                                 lambda: json.dumps({k: report.to_dict()[k] for k in STATS}, default=str))
 
 

@@ -13,17 +13,40 @@ import torch
 
 from eqsat.deadline import Allowance
 
-from . import artifacts, cache, compose, inductor_workarounds, torch_compat
-from .fallback import kept_original
-from .options import Options, device_of
-from .post_grad import EqsatPostGradPass
-from .report import Report
+from eqsat_torch import artifacts, cache
+from eqsat_torch.inductor import compose, workarounds, compat
+from eqsat_torch.safety.fallback import kept_original
+from eqsat_torch.options import Options, device_of
+from eqsat_torch.inductor.post_grad import EqsatPostGradPass
+from eqsat_torch.report import Report
 
 log = logging.getLogger("eqsat")
 
 
+REPORTS_KEPT = 256  # ~75 KB a report: a long-running process keeps at most ~20 MB of them per list
+
+
+class BoundedReports(list):
+    """A list that keeps only its newest ``maxlen`` items: ``append`` drops the oldest beyond it.
+
+    Still a plain ``list`` to its readers (``reports[-1]``, iteration, ``len``, ``+``, ``== []``), so a
+    long-running process that compiles graph after graph does not grow without bound."""
+
+    def __init__(self, maxlen: int = REPORTS_KEPT):
+        super().__init__()
+        self.maxlen = maxlen
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        if len(self) > self.maxlen:
+            del self[:len(self) - self.maxlen]
+
+
 class EqsatBackend:
     """A configured backend; ``reports`` collects one :class:`Report` per graph it saw.
+
+    ``reports`` and ``post_grad_reports`` keep the newest ``REPORTS_KEPT`` (256) reports each
+    (:class:`BoundedReports`); older ones are dropped.
 
     ``torch.compile(m, backend=..., mode=..., options=...)`` reaches it as keyword arguments: ``mode``
     (``reduce-overhead``, ``max-autotune``) and the Inductor names in ``options`` become the inner
@@ -31,17 +54,17 @@ class EqsatBackend:
 
     def __init__(self, **options: Any):
         self.options = Options.of(options)
-        self.reports: list[Report] = []
-        self.post_grad_reports: list[Report] = []  # one per Aten graph (forward, backward) Inductor saw
+        self.reports: list[Report] = BoundedReports()
+        self.post_grad_reports: list[Report] = BoundedReports()  # one per Aten graph (forward, backward) Inductor saw
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         opts = self.options
-        ours, inductor = Options.split(kwargs.get("options"), torch_compat.inductor_config_names())
+        ours, inductor = Options.split(kwargs.get("options"), compat.inductor_config_names())
         if ours:
             opts = Options.of({**_fields(self.options), **ours})
         Options.check_compile_mode(kwargs.get("mode"))
-        inductor = {**torch_compat.inductor_mode_options(kwargs.get("mode")), **inductor}
-        frozen = opts.inner == "inductor" and torch_compat.inductor_freezes_params(inductor)
+        inductor = {**compat.inductor_mode_options(kwargs.get("mode")), **inductor}
+        frozen = opts.inner == "inductor" and compat.inductor_freezes_params(inductor)
         allowance = Allowance(opts.seconds)  # seconds= is for the compile: this graph, then AOT's
         trains = _trains(gm, example_inputs)
         combo = compose.setting(opts, inductor, example_inputs)
@@ -75,13 +98,13 @@ class EqsatBackend:
     def _inner(self, opts: Options, allowance: Allowance, inductor: dict,
                gm: torch.fx.GraphModule) -> Callable:
         """The compiler ``gm`` goes to, with the user's Inductor config and the workarounds ``gm``
-        needs (``inductor_workarounds``); Inductor runs our post-grad pass unless it is off."""
+        needs (``workarounds``); Inductor runs our post-grad pass unless it is off."""
         if opts.inner != "inductor":
             return _eager
         make_pass = (lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports,
                                                     allowance=allowance)) if opts.post_grad else None
-        config = inductor_workarounds.config_for(gm, inductor)
-        return torch_compat.compile_fx_with_post_grad_pass(make_pass, config)
+        config = workarounds.config_for(gm, inductor)
+        return compat.compile_fx_with_post_grad_pass(make_pass, config)
 
 
 def _eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
@@ -113,7 +136,7 @@ def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], op
                      allowance: Allowance | None = None,
                      combo: bool | str = "config") -> tuple[torch.fx.GraphModule, Report]:
     """``optimize``, or the original graph and a report saying why it was kept."""
-    from .pipeline import optimize  # the optimizer's imports (egglog, ~1 s) only when it runs: not on a cache hit
+    from eqsat_torch.pipeline import optimize  # the optimizer's imports (egglog, ~1 s) only when it runs: not on a cache hit
 
     try:
         new_gm, report = optimize(gm, example_inputs, options, frozen_params=frozen_params,
@@ -137,5 +160,6 @@ def eqsat_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwa
 
 
 def last_reports() -> list[Report]:
-    """Reports of graphs compiled with ``backend="eqsat"`` (the shared default backend)."""
+    """Reports of graphs compiled with ``backend="eqsat"`` (the shared default backend; the newest
+    ``REPORTS_KEPT``)."""
     return _default.reports

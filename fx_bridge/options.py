@@ -34,19 +34,19 @@ class Options:
     max_nodes: int = 200_000
     seconds: float = 10.0
     max_graph_nodes: int = 50_000             # most nodes built as one e-graph; past REGION_NODES a graph
-                                              # is optimized unit by unit (fx_bridge.clusters), each under it
+                                              # is optimized unit by unit (eqsat_torch.scale.clusters), each under it
     validate: bool = False                    # run original and optimized side by side (every pass)
     search: str = "saturate"                  # "saturate" | "greedy" (one family at a time)
     always_raise: bool = False                # rebuild the graph even when nothing is cheaper
-    horizontal: bool = True                   # insert batch-fusion candidates (rules.batch)
+    horizontal: bool = True                   # insert batch-fusion candidates (eqsat_rules.batch)
     inner: str = "inductor"                   # compiler the optimized graph goes to: "inductor" | "eager"
     cost: CostModel | None = None             # None: the calibrated model for the inputs' device
     ilp_seconds: float = 5.0                  # time limit of the DAG-aware ILP extractor
-    post_grad: bool = True                    # also optimize the Aten graphs (fx_bridge.post_grad)
+    post_grad: bool = True                    # also optimize the Aten graphs (eqsat_torch.inductor.post_grad)
     post_grad_disabled: Sequence[str] = ()    # rules or families off in the Aten (post-grad) graphs only
     verify: bool | None = None                # Inductor counts the input's and our program's launches
     #                                           and the fewer win: None = on for a GPU compile
-    cache: bool = True                        # reuse optimized graphs across processes (fx_bridge.cache)
+    cache: bool = True                        # reuse optimized graphs across processes (eqsat_torch.cache)
 
     def __post_init__(self):
         for name in ("check", "validate", "always_raise", "horizontal", "post_grad", "cache"):
@@ -74,7 +74,7 @@ class Options:
             self._check_rules()  # only then: the rule library imports egglog (~1 s), which a cache hit skips
 
     def _check_rules(self) -> None:
-        from rules.library import known_names, validate_user_rules
+        from eqsat_rules.library import known_names, validate_user_rules
 
         # DSL rules come back compiled, so rebuilding Options (``dataclasses.replace``) is cheap.
         self.extra_rules = validate_user_rules(self.extra_rules, self.check)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from eqsat import driver
-from eqsat.budget import Budget
+from eqsat.budget import Budget, price
 from eqsat.cost import CostModel, ProgramCost
 from eqsat.deadline import Allowance, Deadline, OutOfTime
 from eqsat.driver import Built, Extracted, Problem
@@ -29,24 +29,25 @@ from eqsat.provenance import rules_used
 from eqsat.rule import Rule
 from eqsat.serialized import EGraphView
 from eqsat.sizes import SizeOverflow
-from rules.batch import POINTWISE_BATCHES
-from rules.batch_groups import BatchSource
-from rules.library import select, shape_rules
+from eqsat_rules.batch import POINTWISE_BATCHES
+from eqsat_rules.batch_groups import BatchSource
+from eqsat_rules.library import select, shape_rules
 
-from . import equivalence, inductor_probe, torch_compat, verify
-from .aliasing import alias_signature, match_aliasing
-from .autocast import drop_noop_autocast
-from .clusters import optimize_clusters
-from .context import Context, switched_off
-from .functionalize import functionalize_intermediates
-from .lower import Lowered, Unsupported, lower, random_nodes
-from .options import Options, device_of
-from .regions import REGION_NODES, optimize_regions, windows
-from .raising import raise_graph, refresh_fake_values
-from .report import Report
-from .symbolic import NotForEverySize, UnbackedSize, check_same_output_sizes
-from .torch_compat import NewGuard
-from .validation import ValidationError, validate  # noqa: F401  (ValidationError: re-exported)
+from eqsat_torch.safety import equivalence
+from eqsat_torch.inductor import probe, compat, verify
+from eqsat_torch.safety.aliasing import alias_signature, match_aliasing
+from eqsat_torch.lowering.autocast import drop_noop_autocast
+from eqsat_torch.scale.clusters import optimize_clusters
+from eqsat_torch.safety.context import Context, switched_off
+from eqsat_torch.safety.functionalize import functionalize_intermediates
+from eqsat_torch.lowering.lower import Lowered, Unsupported, lower, random_nodes, refuse_functorch
+from eqsat_torch.options import Options, device_of
+from eqsat_torch.scale.regions import REGION_NODES, optimize_regions, windows
+from eqsat_torch.raising.raising import raise_graph, refresh_fake_values
+from eqsat_torch.report import Report
+from eqsat_torch.lowering.symbolic import NotForEverySize, UnbackedSize, check_same_output_sizes
+from eqsat_torch.inductor.compat import NewGuard
+from eqsat_torch.safety.validation import ValidationError, validate  # noqa: F401  (ValidationError: re-exported)
 
 log = logging.getLogger("eqsat")
 
@@ -56,7 +57,7 @@ log = logging.getLogger("eqsat")
 # lowered again before the next, so no rewrite can enable one of an earlier family.
 GREEDY_ORDER = ("split_cat", "batch", "algebra")
 
-# Inductor's lowering and scheduling of a graph (``inductor_probe``) take about this long per node:
+# Inductor's lowering and scheduling of a graph (``probe``) take about this long per node:
 # H200 host, a 231-node Dynamo graph 1.6 s, its post-grad graph 0.7 s. Verification is skipped where
 # the budget left cannot pay for both candidates.
 VERIFY_SECONDS_PER_NODE = 0.007
@@ -95,7 +96,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              context: Context | None = None) -> tuple[torch.fx.GraphModule, Report]:
     """Optimize one graph. Raises :class:`Unsupported` when the graph must be left alone.
     ``user_outputs``: how many leading outputs the user sees (None: all; the post-grad pass says
-    which outputs of an AOT graph are saved activations or gradients, see ``fx_bridge.aliasing``;
+    which outputs of an AOT graph are saved activations or gradients, see ``eqsat_torch.safety.aliasing``;
     ``copied_back``: how many trailing outputs it copies into mutated inputs). ``allowance``: the
     compile's optimizer time this graph draws from (None: ``seconds=`` for this graph alone).
     ``frozen_params``: the compiler after us folds parameters into constants (Inductor's
@@ -108,11 +109,12 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     (``CostModel.combo_kernels``: they nearly always go on where Inductor decides).
     ``context``: the ambient state the graph means something in (None: captured now, as the
     pre-grad pass runs where Dynamo guarded it); it switches rules off and the result is checked in
-    it (``fx_bridge.equivalence``) before it is returned."""
+    it (``eqsat_torch.safety.equivalence``) before it is returned."""
     ctx = context or Context.capture()
     opts = options if isinstance(options, Options) else Options.of(options)
+    refuse_functorch(gm)
     base = opts.cost or CostModel.for_device(device_of(example_inputs))
-    combo = torch_compat.inductor_config_value("combo_kernels") if combo == "config" else combo
+    combo = compat.inductor_config_value("combo_kernels") if combo == "config" else combo
     cost = dataclasses.replace(base, frozen_params=base.frozen_params or frozen_params,
                                train_step=base.train_step or train_step,
                                combo_kernels=base.combo_kernels or combo in (True, "decide"))
@@ -134,7 +136,7 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                 with _phase(report, "equivalence"):
                     new_gm = equivalence.checked(gm, new_gm, example_inputs, ctx, report, user_outputs)
             if new_gm is not gm:
-                torch_compat.keep_dynamo_identity(gm, new_gm)
+                compat.keep_dynamo_identity(gm, new_gm)
             return new_gm, report
         finally:
             _COMBO.reset(setting)
@@ -159,6 +161,10 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         raise Unsupported(f"{len(gm.graph.nodes)} nodes > max_graph_nodes={opts.max_graph_nodes}")
     rules = select(opts.families, opts.disabled, opts.extra_rules)
     original = gm
+    n = len(gm.graph.nodes)  # lowering's scan and raising cannot stop: priced before they start
+    if not deadline.affords("lower", n, price("raise", n)):
+        report.notes.append(deadline.why_not("lower", n))
+        return original, report
     with _phase(report, "lower"):
         gm = functionalize_intermediates(drop_noop_autocast(gm), example_inputs)
         try:
@@ -205,14 +211,16 @@ def _optimize(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
 def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,
               outputs: Outputs) -> tuple[torch.fx.GraphModule, Report]:
     """A graph larger than ``REGION_NODES``: its wide split/cat clusters optimized as units
-    (``fx_bridge.clusters``), then what is left whole when it is small enough, else window by
-    window (``fx_bridge.regions``). Every unit, window or pass keeps its result as it finishes."""
+    (``eqsat_torch.scale.clusters``), then what is left whole when it is small enough, else window by
+    window (``eqsat_torch.scale.regions``). Every unit, window or pass keeps its result as it finishes."""
     one = _region_optimizer(opts, deadline)
     t0 = time.perf_counter()
     try:
+        if not deadline.affords("units", len(gm.graph.nodes)):  # cutting and splicing cannot stop
+            raise OutOfTime(deadline.why_not("units", len(gm.graph.nodes)))
         gm, units, replaced = optimize_clusters(gm, one)
     except Exception as e:  # e.g. a size Dynamo left symbolic: the windows below still run
-        report.notes.append(f"no split/cat units: {type(e).__name__}: {e}")
+        report.notes.append(e.args[0] if isinstance(e, OutOfTime) else f"no split/cat units: {type(e).__name__}: {e}")
         units, replaced = [], 0
     _merge(report, units)
     inside = sum(sum(r.phase_seconds.values()) for r in units)  # "units": cutting and splicing them
@@ -234,8 +242,9 @@ def _by_units(gm, example_inputs, opts: Options, report: Report, deadline: Deadl
         _merge(report, [rest])
         report.stop_reason = rest.stop_reason or report.stop_reason
         return gm, report
-    part = windows(gm, REGION_NODES)
-    if (len(set(part.values())) > 1 and deadline.left() > REGION_SECONDS_PER_NODE * len(gm.graph.nodes)
+    fits = deadline.left() > REGION_SECONDS_PER_NODE * len(gm.graph.nodes)  # before windows: it cannot stop
+    part = windows(gm, REGION_NODES) if fits else {}
+    if (fits and len(set(part.values())) > 1
             and not any(n.op == "get_attr" for n in gm.graph.nodes)):  # inlined attributes get new names
         return _by_regions(gm, part, opts, report, deadline)
     if not report.changed and len(gm.graph.nodes) <= opts.max_graph_nodes:
@@ -263,7 +272,7 @@ def _region_optimizer(opts: Options, deadline: Deadline):
 
 
 def _by_regions(gm, part: dict, opts: Options, report: Report, deadline: Deadline) -> tuple[torch.fx.GraphModule, Report]:
-    """A graph larger than ``REGION_NODES``, optimized window by window (``fx_bridge.regions``): each
+    """A graph larger than ``REGION_NODES``, optimized window by window (``eqsat_torch.scale.regions``): each
     window keeps its result, a window that fails or that the clock stops keeps its input."""
     new_gm, regions = optimize_regions(gm, part, _region_optimizer(opts, deadline))
     _merge(report, regions)
@@ -301,7 +310,7 @@ def _verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:
     """``verify=None``: Inductor decides on a GPU compile; ``True`` also where the GPU cost model
     prices a CPU graph (Inductor then schedules it for an H200 it has not got)."""
     wanted = device_of(example_inputs) == "cuda" if opts.verify is None else opts.verify
-    return wanted and opts.cost.gpu and inductor_probe.available("cuda")
+    return wanted and opts.cost.gpu and probe.available("cuda")
 
 
 def _inductor_decides(original, optimized, example_inputs, dialect: str, report: Report,
@@ -309,7 +318,7 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
                       alternatives: Callable[[int], list[Alternative]] | None = None) -> torch.fx.GraphModule:
     """Our program, the input, or one between them (ours with some rewrites put back,
     ``alternatives``), whichever Inductor's own lowering and scheduler count the fewest launches for
-    (``fx_bridge.verify``): the model proposes, Inductor decides (issue 29). With no time left
+    (``eqsat_torch.inductor.verify``): the model proposes, Inductor decides (issue 29). With no time left
     nothing is measured, and the note says so; the programs between are measured within ``seconds=``
     where ours lost, else only while the measuring stays within ``VERIFY_SHARE`` of the compile."""
     per_node = VERIFY_SECONDS_PER_NODE * len(optimized.graph.nodes)
@@ -324,7 +333,7 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
         if deadline.left() <= per_node:  # seconds= (not marked as the budget's stop: the program is decided)
             return False
         ours, base = measured.get("optimized"), measured.get(verify.INPUT)
-        Launches = inductor_probe.Launches
+        Launches = probe.Launches
         lost = not isinstance(ours, Launches) or (isinstance(base, Launches)
                                                   and verify.best_key(ours, combo) >= verify.best_key(base, combo))
         spent = time.perf_counter() - start
@@ -356,11 +365,11 @@ def _inductor_decides(original, optimized, example_inputs, dialect: str, report:
     return choice.gm
 
 
-def _count(gm, example_inputs, dialect: str, frozen: bool, combo: bool | None) -> inductor_probe.Launches:
+def _count(gm, example_inputs, dialect: str, frozen: bool, combo: bool | None) -> probe.Launches:
     """Inductor's count of ``gm``, with combo kernels too unless they are off."""
-    launches = inductor_probe.count_launches(gm, example_inputs, "cuda", dialect, frozen, combo=combo is not False)
+    launches = probe.count_launches(gm, example_inputs, "cuda", dialect, frozen, combo=combo is not False)
     if combo and launches.combined is None:
-        raise inductor_probe.ProbeError("combo kernels are on but this torch's cannot be counted")
+        raise probe.ProbeError("combo kernels are on but this torch's cannot be counted")
     return launches
 
 
@@ -368,9 +377,9 @@ def record_combo(report: Report, choice: verify.Choice, combo: bool | None) -> N
     """Whether the compile uses combo kernels, and the chosen program's launches without and with
     them (``Report.combo_kernels``, ``Report.combo_launches``)."""
     counted = choice.measured.get(choice.name)
-    if isinstance(counted, inductor_probe.Launches) and counted.combined is not None:
+    if isinstance(counted, probe.Launches) and counted.combined is not None:
         report.combo_launches = {"without": counted.total, "with": counted.combined.total}
-    if combo is not None or isinstance(counted, inductor_probe.Launches):  # else left for the backend
+    if combo is not None or isinstance(counted, probe.Launches):  # else left for the backend
         report.combo_kernels = choice.combo if combo is None else combo
 
 
@@ -409,6 +418,9 @@ class Alternative:
 def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Report,
                example_inputs, aliasing: list, outputs: Outputs, deadline: Deadline) -> Round:
     cost = opts.cost
+    if opts.horizontal and not deadline.affords("horizontal", len(gm.graph.nodes)):  # cannot stop: priced
+        report.notes.append(deadline.why_not("horizontal", len(gm.graph.nodes)))
+        opts = dataclasses.replace(opts, horizontal=False)
     problem = problem_of(low, rules, opts)  # its candidates are found while building (the build phase)
     res = driver.optimize(problem, rules, cost, budget_of(opts), shape_rules(), deadline, report.phase_seconds)
     built, sat, ex = res.built, res.saturation, res.extracted
@@ -420,6 +432,10 @@ def _one_round(gm, low: Lowered, rules: list[Rule], opts: Options, report: Repor
     _record(report, built, ex, rules)
     before, improved = built.before, ex.extraction.improved
     if not improved and (not opts.always_raise or deadline.hit):  # out of time: no raising for nothing
+        return Round(gm, False)
+    if not deadline.affords("raise", len(gm.graph.nodes)):
+        report.notes.append(deadline.why_not("raise", len(gm.graph.nodes)))
+        report.cost_after, report.kernels_after, report.rules_used = before.cost, before.kernels, used_before
         return Round(gm, False)
     with _phase(report, "raise"):
         try:

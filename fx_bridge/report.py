@@ -40,11 +40,11 @@ class Report:
     #                                          launches "without" and "with" combo kernels
     notes: list[str] = field(default_factory=list)  # decisions worth knowing (kept input: why)
     context_disabled: dict[str, str] = field(default_factory=dict)  # rules the compile's context switched
-    #                                          off (fx_bridge.context) → why
-    refused: str = ""                        # why the equivalence check (fx_bridge.equivalence) refused the
+    #                                          off (eqsat_torch.safety.context) → why
+    refused: str = ""                        # why the equivalence check (eqsat_torch.safety.equivalence) refused the
     #                                          rewritten graph and kept the input ("" when it passed or did not run)
     cache: str = ""                          # "hit" (from the persistent cache), "miss" (computed, stored)
-    #                                          or "off" (fx_bridge.cache); "" when the cache was not asked
+    #                                          or "off" (eqsat_torch.cache); "" when the cache was not asked
 
     @property
     def egraph_nodes(self) -> int:

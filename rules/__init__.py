@@ -1,15 +1,15 @@
 """The rule library and its DSL.
 
-    from rules.dsl import rewrite, tensor, ints, cat, narrow, relu
+    from eqsat_rules.dsl import rewrite, tensor, ints, cat, narrow, relu
     x = tensor("x"); d, a, n = ints("d a n")
     rules.register(rewrite("narrow_relu", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n))))
 
 The library's names load on first use: the library imports egglog (~1 s), which a compile served
-from the cache (``fx_bridge.cache``) never needs.
+from the cache (``eqsat_torch.cache``) never needs.
 """
 import importlib
 
-from .compile import RuleError
+from eqsat_rules.compile import RuleError
 
 _LIBRARY = ("all_rules", "builtin_rules", "register", "select", "unregister", "validate")
 
@@ -21,8 +21,8 @@ def __getattr__(name):
 
 
 def check(rule, **kw):
-    """Compare a DSL rule's pattern and replacement on random instances (see ``rules.checker``)."""
-    from .checker import check as _check  # torch is imported only when a rule is checked
+    """Compare a DSL rule's pattern and replacement on random instances (see ``eqsat_rules.checker``)."""
+    from eqsat_rules.checker import check as _check  # torch is imported only when a rule is checked
     return _check(rule, **kw)
 
 

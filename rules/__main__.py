@@ -3,7 +3,7 @@ every built-in DSL rule)."""
 import argparse
 import sys
 
-from .library import all_rules, builtin_dsl_rules, shape_rules
+from eqsat_rules.library import all_rules, builtin_dsl_rules, shape_rules
 
 
 def _list(with_analysis: bool) -> int:
@@ -15,7 +15,7 @@ def _list(with_analysis: bool) -> int:
 
 
 def _check() -> int:
-    from .checker import check
+    from eqsat_rules.checker import check
     bad = 0
     for r in builtin_dsl_rules():
         res = check(r)

@@ -14,11 +14,35 @@ from eqsat import ops
 from eqsat.rule import Rule
 from eqsat.rulelang import INT, IVEC, STR, TENSOR, TLIST, Relation, Var, cons, nil, rule, union, variables
 
-from . import dsl
-from .basic import algebra_rule as _r
-from .dsl import (binary, builder, cat, contiguous, each, gather, insert, ints, ivecs, lead_perm, log_softmax, narrow,
-                  opkey, permute, repeat, reshape, softmax, splice, split, squeeze, stack, tensor, tlists,
-                  unary, unsqueeze)
+from eqsat_rules import dsl
+from eqsat_rules.basic import algebra_rule as _r
+from eqsat_rules.dsl import (
+    binary,
+    builder,
+    cat,
+    contiguous,
+    each,
+    gather,
+    insert,
+    ints,
+    ivecs,
+    lead_perm,
+    log_softmax,
+    narrow,
+    opkey,
+    permute,
+    repeat,
+    reshape,
+    softmax,
+    splice,
+    split,
+    squeeze,
+    stack,
+    tensor,
+    tlists,
+    unary,
+    unsqueeze,
+)
 
 x, y = tensor("x"), tensor("y")
 f = opkey("f")

@@ -1,6 +1,20 @@
 """Trivially safe rules: each one is an identity that holds for every shape it matches."""
-from .dsl import (cat, contiguous, gather, iota, ints, ivecs, narrow, permute, reshape, rewrite,
-                  squeeze, stack, tensor, unsqueeze)
+from eqsat_rules.dsl import (
+    cat,
+    contiguous,
+    gather,
+    iota,
+    ints,
+    ivecs,
+    narrow,
+    permute,
+    reshape,
+    rewrite,
+    squeeze,
+    stack,
+    tensor,
+    unsqueeze,
+)
 
 x = tensor("x")
 d, n = ints("d n")

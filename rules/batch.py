@@ -5,7 +5,7 @@ matching sets inside egglog enumerates subsets (and a rule that batches would ma
 Each row here says which terms a fusion reads (``ctors``, and ``op`` for a pointwise op of its own),
 how a term keys its group (``match``), what the group becomes (``build``) and what a group must
 satisfy (``distinct``: operands no two members may share; ``admits``: a guard on the whole group).
-``rules.batch_groups`` reads the rows, finds the independent groups in Python and offers each
+``eqsat_rules.batch_groups`` reads the rows, finds the independent groups in Python and offers each
 member's piece of the batched form as a union; the extractor keeps a fusion only where the cost
 model says it pays. Switch one off by name (``disabled=["batch_linear"]``) or the whole family
 (``disabled=["batch"]``); the report counts the groups each row offered. The ``Rule``s of
@@ -30,10 +30,28 @@ from eqsat import ops
 from eqsat.rule import Rule
 from eqsat.terms import Term
 
-from .batch_forms import (Build, Ctx, Match, all_operands, build_batch_linear, build_batch_mm, build_binary,
-                          build_group_linear, build_layernorm, build_linear_lhs, build_unary, input_operand,
-                          match_batch_linear, match_batch_mm, match_binary, match_group_linear,
-                          match_layernorm, match_linear_lhs, match_unary, shapes_differ)
+from eqsat_rules.batch_forms import (
+    Build,
+    Ctx,
+    Match,
+    all_operands,
+    build_batch_linear,
+    build_batch_mm,
+    build_binary,
+    build_group_linear,
+    build_layernorm,
+    build_linear_lhs,
+    build_unary,
+    input_operand,
+    match_batch_linear,
+    match_batch_mm,
+    match_binary,
+    match_group_linear,
+    match_layernorm,
+    match_linear_lhs,
+    match_unary,
+    shapes_differ,
+)
 
 FAMILY = "batch"
 

@@ -1,4 +1,4 @@
-"""The batch fusions' matchers and fused forms, read by the table in ``rules.batch``.
+"""The batch fusions' matchers and fused forms, read by the table in ``eqsat_rules.batch``.
 
 A matcher maps one term of the lowered program to the keys of the groups it may join (equal shapes,
 dtypes, attributes — or the same input for ``batch_linear_lhs``); a builder takes a group's members
@@ -12,7 +12,7 @@ cost model, so a group of two tiny ops stays unfused. The stacks and unbinds the
 ordinary ``Stack``/``Split``/``Squeeze`` terms that the split_cat rules cancel against neighbouring
 splits and stacks. Matching is on terms, so Torch-IR (``linear``) and Aten-IR (``mm``/``addmm``)
 graphs are covered by the same code. The lowered program is read through :class:`LoweredTerms`
-(``fx_bridge.lower.Lowered`` is one), so this layer imports no torch.
+(``eqsat_torch.lowering.lower.Lowered`` is one), so this layer imports no torch.
 """
 from __future__ import annotations
 

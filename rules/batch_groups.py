@@ -1,4 +1,4 @@
-"""Batch groups: the rows of ``rules.batch`` read over a lowered program, offered as unions.
+"""Batch groups: the rows of ``eqsat_rules.batch`` read over a lowered program, offered as unions.
 
 Optimus (group_batch_fusion.py) searches 5 hops upstream of each anchor, needs 5 candidates and
 always rewrites. Here every let of the lowered program is a candidate, wherever it sits: each row
@@ -21,8 +21,8 @@ from eqsat.candidates import Candidates
 from eqsat.ops import KEYED_POINTWISE, op_name_of_key, version
 from eqsat.terms import Program, Ref, Term, TList
 
-from .batch import FAMILY, BatchRule, batch_table
-from .batch_forms import NONE, Build, Ctx, LoweredTerms, refs
+from eqsat_rules.batch import FAMILY, BatchRule, batch_table
+from eqsat_rules.batch_forms import NONE, Build, Ctx, LoweredTerms, refs
 
 
 @lru_cache(maxsize=4)

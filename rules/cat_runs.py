@@ -6,8 +6,8 @@ from eqsat.rule import Rule
 from eqsat.rulelang import (INT, IVEC, TENSOR, TLIST, TTUPLE, Function, Relation, cons, nil, rule, set_, union,
                             variables, vec)
 
-from .derived import DERIVED
-from .dsl import cat, expand, narrow, permute, reshape, split, squeeze, stack, unsqueeze
+from eqsat_rules.derived import DERIVED
+from eqsat_rules.dsl import cat, expand, narrow, permute, reshape, split, squeeze, stack, unsqueeze
 
 # The variables of the clauses, by sort (a name can stand for two sorts in two clauses).
 (S,) = variables("S", TTUPLE)

@@ -18,9 +18,9 @@ import torch
 
 from eqsat import ops
 
-from . import dsl
-from .derived import DERIVED
-from .patterns import term_vars
+from eqsat_rules import dsl
+from eqsat_rules.derived import DERIVED
+from eqsat_rules.patterns import term_vars
 
 UNARY_KEYS = ("relu", "exp", "neg", "sigmoid", "tanh", "abs")
 BINARY_KEYS = ("add", "mul", "sub", "maximum")
@@ -452,72 +452,119 @@ def _guard_sizes(rule: dsl.DslRule) -> tuple[int, ...]:
     return tuple(sorted({v for c in consts for v in (c - 1, c, c + 1, 2 * c) if 4 < v <= MAX_NUMEL}))
 
 
-def _compare(rule: dsl.DslRule, rng: random.Random, values: bool, sizes=()) -> tuple[bool, str | None]:
-    """One instance: (admitted, problem or None)."""
+# A guard may admit a single size the rule happens to hold at (``x.shape[0] == x.shape[1] + 3`` meets
+# only (4, 1) among dims 1-4): the checker wants this many admitted instances of distinct sizes, and
+# searches wider for them (the guard's constants, then dims up to WIDE_DIMS) before it refuses the rule.
+DISTINCT_SIZES = 3
+WIDE_DIMS = tuple(range(5, 17))
+
+
+def _compare(rule: dsl.DslRule, rng: random.Random, values: bool, sizes=()) -> tuple[bool, str | None, tuple]:
+    """One instance: (admitted, problem or None, the sizes it was drawn with)."""
     ev = Evaluator(rng, sizes=sizes)
     try:
         lhs = ev.ev(rule.lhs)
         for t in rule.given:
             ev.ev(t)
         if not all(ev.holds(g) for g in rule.when):
-            return False, None
+            return False, None, ()
     except (Reject, RuntimeError, IndexError, ValueError, TypeError, ZeroDivisionError):
-        return False, None
+        return False, None, ()
     ev.sampling = False
     where = f"rule {rule.name!r} at {_describe(ev, rule)}"
+    drawn = _sizes_of(ev, rule)
     try:
         rhs = ev.ev(rule.rhs)
     except Exception as e:  # noqa: BLE001 — any failure of the replacement is the finding
-        return True, f"{where}: the replacement fails to evaluate ({type(e).__name__}: {e})"
+        return True, f"{where}: the replacement fails to evaluate ({type(e).__name__}: {e})", drawn
     if tuple(lhs.shape) != tuple(rhs.shape):
-        return True, f"{where}: shape-changing rewrite: pattern {tuple(lhs.shape)}, replacement {tuple(rhs.shape)}"
+        return True, f"{where}: shape-changing rewrite: pattern {tuple(lhs.shape)}, replacement {tuple(rhs.shape)}", drawn
     if lhs.dtype != rhs.dtype:
-        return True, f"{where}: the replacement has dtype {rhs.dtype}, the pattern {lhs.dtype}"
+        return True, f"{where}: the replacement has dtype {rhs.dtype}, the pattern {lhs.dtype}", drawn
     if values and not lhs.is_floating_point() and not torch.equal(lhs, rhs):
-        return True, f"{where}: values differ"
+        return True, f"{where}: values differ", drawn
     if values and lhs.is_floating_point() and not torch.allclose(lhs, rhs.to(lhs.dtype), rtol=1e-5, atol=1e-6,
                                                                  equal_nan=True):
         err = (lhs - rhs).abs().max().item()
-        return True, f"{where}: values differ (max abs error {err:.3g})"
-    return True, None
+        return True, f"{where}: values differ (max abs error {err:.3g})", drawn
+    return True, None, drawn
 
 
-def _sample(r: dsl.DslRule, rng, values: bool, sizes, want: int, tries: int, res: CheckResult) -> int:
-    """Instances until ``want`` are admitted, ``tries`` are spent or one disagrees; how many were admitted."""
-    admitted = 0
+def _sizes_of(ev: Evaluator, rule: dsl.DslRule) -> tuple:
+    """What sets an instance's sizes apart: every variable's shape, int or int list (not the values
+    inside tensors, their dtype or op keys)."""
+    bound = term_vars(rule.lhs)
+    for t in rule.given:
+        term_vars(t, bound)
+    out = []
+    for v in bound.values():
+        val = ev.env.get(id(v))
+        if isinstance(val, torch.Tensor):
+            out.append(tuple(val.shape))
+        elif isinstance(val, list):
+            out.append(tuple(tuple(t.shape) for t in val if isinstance(t, torch.Tensor)))
+        elif not isinstance(val, str):
+            out.append(val)
+    return tuple(out)
+
+
+@dataclass
+class _Found:
+    """One direction's admitted instances: how many, and their distinct sizes."""
+
+    admitted: int = 0
+    sizes: set = field(default_factory=set)
+
+    def enough(self, want: int) -> bool:
+        return self.admitted >= want and len(self.sizes) >= DISTINCT_SIZES
+
+
+def _sample(r: dsl.DslRule, rng, values: bool, sizes, want: int, tries: int, res: CheckResult,
+            found: _Found) -> None:
+    """Instances until ``want`` of ``DISTINCT_SIZES`` distinct sizes are admitted (``found``),
+    ``tries`` are spent or one disagrees."""
     for _ in range(tries):
         res.tried += 1
-        ok, problem = _compare(r, rng, values, sizes)
-        admitted += ok
+        ok, problem, drawn = _compare(r, rng, values, sizes)
+        if ok:
+            found.admitted += 1
+            found.sizes.add(drawn)
         if problem:
             res.problems.append(problem)
-            break
-        if admitted >= want:
-            break
-    return admitted
+            return
+        if found.enough(want):
+            return
 
 
 def check(rule, want: int = 20, tries: int = 400, seed: int = 0, values: bool = True) -> CheckResult:
     """Compare pattern and replacement on up to ``want`` admitted random instances (both directions
     of a bidirectional rule). ``result.ok`` is False, with messages, if any instance disagrees, or if
-    no instance is admitted even with the sizes the guard's constants call for: "no counterexample"
-    would then mean nothing was tested."""
+    the guard admits instances of fewer than ``DISTINCT_SIZES`` distinct sizes even with the sizes its
+    constants call for and dims up to ``WIDE_DIMS``: "no counterexample" would then mean (next to)
+    nothing was tested."""
     if not isinstance(rule, dsl.DslRule):
         raise TypeError(f"check() takes a DSL rule; {getattr(rule, 'name', rule)!r} is hand-written egglog")
     res = CheckResult(rule.name)
     directions = [rule] + ([dsl.DslRule(rule.name, rule.rhs, rule.lhs, rule.when, rule.family, rule.doc)]
                            if rule.bidirectional else [])
     for r in directions:
-        rng, tried = random.Random(seed), res.tried
-        admitted = _sample(r, rng, values, (), want, tries, res)
-        sizes = _guard_sizes(r)
-        if not admitted and sizes:
-            admitted = _sample(r, rng, values, sizes, want, tries, res)
-        if not admitted:
-            dims = "1-4" + "".join(f", {n}" for n in sizes)
+        rng, tried, found, problems = random.Random(seed), res.tried, _Found(), len(res.problems)
+        guard = _guard_sizes(r)
+        for sizes in ((), guard, tuple(sorted({*guard, *WIDE_DIMS}))) if guard else ((), WIDE_DIMS):
+            _sample(r, rng, values, sizes, want, tries, res, found)
+            if len(res.problems) > problems or len(found.sizes) >= DISTINCT_SIZES:
+                break
+        res.admitted += found.admitted
+        dims = "1-4" + "".join(f", {n}" for n in sorted({*guard, *WIDE_DIMS}))
+        if len(res.problems) > problems:
+            continue
+        if not found.admitted:
             res.problems.append(f"rule {r.name!r}: the pattern and guard admitted no instance the checker could"
                                 f" test ({res.tried - tried} tried, dims {dims})")
-        res.admitted += admitted
+        elif len(found.sizes) < DISTINCT_SIZES:
+            res.problems.append(f"rule {r.name!r}: the guard admits fewer than {DISTINCT_SIZES} distinct sizes of "
+                                f"{res.tried - tried} sampled instances (only {sorted(found.sizes)}, dims {dims}); "
+                                "cannot check it")
     return res
 
 

@@ -1,10 +1,10 @@
 """DSL rule → ``eqsat.rule.Rule``: one typed clause per direction, plus (among its declarations,
 analysis clauses) a demand clause per stage when the replacement or a guard needs a derived function
-(see ``rules.derived``).
+(see ``eqsat_rules.derived``).
 
 The pattern becomes one nested query term bound to ``_root``; ``x.shape`` / ``x.dtype`` become query
-variables and list patterns facts over generated cons-list relations (``rules.listpat``): see
-``rules.query``. Variables the replacement or a guard uses must be bound by the pattern. Nothing here
+variables and list patterns facts over generated cons-list relations (``eqsat_rules.listpat``): see
+``eqsat_rules.query``. Variables the replacement or a guard uses must be bound by the pattern. Nothing here
 writes egglog: ``eqsat.to_egglog`` prints the clauses when a session loads them.
 """
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 from eqsat.rule import Rule
 from eqsat.rulelang import DTYPE, TENSOR, TLIST, Call, Clause, ListExpr, Var, union
 
-from .derived import DERIVED
-from .listpat import each_relation, pieces_relation
-from .patterns import Pieces, RuleError, term_vars
-from .query import Query
+from eqsat_rules.derived import DERIVED
+from eqsat_rules.listpat import each_relation, pieces_relation
+from eqsat_rules.patterns import Pieces, RuleError, term_vars
+from eqsat_rules.query import Query
 
 __all__ = ["RuleError", "compile_rule", "check_bound"]
 
@@ -83,7 +83,7 @@ def _heads(lhs, rhs) -> tuple[set[str], set[str]]:
 
 
 def compile_rule(r) -> Rule:
-    """A ``rules.dsl.DslRule`` as the engine's typed ``Rule``."""
+    """A ``eqsat_rules.dsl.DslRule`` as the engine's typed ``Rule``."""
     check_bound(r)
     clauses, decls = _direction(r, r.lhs, r.rhs)
     lhs, rhs = _heads(r.lhs, r.rhs)

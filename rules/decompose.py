@@ -12,7 +12,7 @@ output row) and the cost model decides whether it pays. float32 only: ``sum`` of
 half precision each product would be rounded before the sum (mm accumulates unrounded), which eager
 execution of the rewritten graph shows as differences beyond half-precision tolerances.
 """
-from .dsl import addmm, binary, bmm, linear, mm, reduce, rewrite, tensor, unsqueeze
+from eqsat_rules.dsl import addmm, binary, bmm, linear, mm, reduce, rewrite, tensor, unsqueeze
 
 a, b, c, x, w = tensor("a b c x w")
 SMALL = 32  # Optimus' bound on the inner and output dims

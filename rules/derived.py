@@ -92,7 +92,7 @@ _GATHER = (gather_demand, gather, gather_acc_demand, gather_acc,
            rule(gather_demand(p, q), a_ == gather_acc(p, q, q.len())).then(set_(gather(p, q), a_)))
 
 # lead-perm p d = [d] + [j + (j >= d) for j in p]: p acting on a tensor with a new axis at d, that axis
-# moved first (one copy of a tensor whose split axis is outermost; rules.algebra.head_split_copy).
+# moved first (one copy of a tensor whose split axis is outermost; eqsat_rules.algebra.head_split_copy).
 lead_demand, lead_perm = _fn("lead-perm", (IVEC, INT), IVEC)
 lead_acc_demand, lead_acc = _fn("lead-perm-acc", (IVEC, INT, INT), IVEC)
 _LEAD_PERM = (lead_demand, lead_perm, lead_acc_demand, lead_acc,

@@ -8,7 +8,7 @@
 Rule expressions are the engine's typed rule language (``eqsat.rulelang``: variables, literals and
 calls; a pattern, unlike the engine's ``eqsat.terms.Term``, has variables). Ints, int lists and op
 keys overload Python's operators, so a guard reads ``x.shape[d] % 8 == 0``; a comparison builds a
-``Guard``, never a bool. ``rules.compile`` turns a ``DslRule`` into typed clauses; ``rules.checker``
+``Guard``, never a bool. ``eqsat_rules.compile`` turns a ``DslRule`` into typed clauses; ``eqsat_rules.checker``
 evaluates the same trees with torch. Nothing here runs Python during saturation.
 """
 from __future__ import annotations
@@ -22,9 +22,9 @@ from eqsat import ops
 from eqsat.rulelang import (DTYPE, IDENTIFIER, INT, IVEC, STR, TENSOR, TLIST, TTUPLE, Call, Expr,  # noqa: F401
                             Guard, ListExpr, Lit, Var, cons, imax, lift, nil, vec)
 
-from .compile import compile_rule
-from .derived import DERIVED
-from .patterns import Each, Pieces, RuleError, each, pieces  # noqa: F401
+from eqsat_rules.compile import compile_rule
+from eqsat_rules.derived import DERIVED
+from eqsat_rules.patterns import Each, Pieces, RuleError, each, pieces  # noqa: F401
 
 _VAR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a leading _ is the compiler's own (_root, _s1, …)
 
@@ -218,7 +218,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# -- derived functions (rules.derived gives their egglog and Python meaning) ------------------------
+# -- derived functions (eqsat_rules.derived gives their egglog and Python meaning) ------------------------
 def _derived(name: str, *args) -> Expr:
     return DERIVED[name](*args)
 

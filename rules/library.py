@@ -16,15 +16,15 @@ from eqsat.rule import Rule
 from eqsat.rulelang import Function, Relation
 from eqsat.schema import ANALYSIS, SEED_RULESET, declared_names
 
-from .algebra import ALGEBRA_HAND, algebra_dsl
-from .basic import BASIC_DSL
-from .batch import BATCH_RULES
-from .cat_runs import SPLIT_CAT_HAND
-from .compile import RuleError
-from .decompose import DECOMPOSE_DSL
-from .dsl import DslRule
-from .shape import shape_rules
-from .split_cat import SPLIT_CAT_DSL
+from eqsat_rules.algebra import ALGEBRA_HAND, algebra_dsl
+from eqsat_rules.basic import BASIC_DSL
+from eqsat_rules.batch import BATCH_RULES
+from eqsat_rules.cat_runs import SPLIT_CAT_HAND
+from eqsat_rules.compile import RuleError
+from eqsat_rules.decompose import DECOMPOSE_DSL
+from eqsat_rules.dsl import DslRule
+from eqsat_rules.shape import shape_rules
+from eqsat_rules.split_cat import SPLIT_CAT_DSL
 
 _USER_RULES: list[Rule] = []
 
@@ -56,13 +56,13 @@ def validate(rule: Rule | DslRule, check: bool = True) -> Rule:
     if isinstance(rule, DslRule):
         compiled = rule.compile()
         if check:
-            from .checker import check as run_check  # torch only when a rule is actually checked
+            from eqsat_rules.checker import check as run_check  # torch only when a rule is actually checked
             res = run_check(rule)
             if not res.ok:
                 raise RuleError(f"{res.problems[0]} (pass check=False to register it unchecked)")
         rule = compiled
     if not isinstance(rule, Rule):
-        raise RuleError(f"not a rule: {rule!r} (write one with rules.dsl.rewrite)")
+        raise RuleError(f"not a rule: {rule!r} (write one with eqsat_rules.dsl.rewrite)")
     _compiles(rule)
     return rule
 

@@ -31,8 +31,8 @@ from eqsat import to_egglog
 from eqsat.rulelang import (DTYPE, INT, TENSOR, TLIST, TTUPLE, Function, Relation, Var, cons, ctor, nil, rule, set_,
                             variables)
 
-from .patterns import Each, RuleError, term_vars
-from .query import Query
+from eqsat_rules.patterns import Each, RuleError, term_vars
+from eqsat_rules.query import Query
 
 
 def _hash(text: str) -> str:

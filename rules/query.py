@@ -1,18 +1,18 @@
 """The facts of one rule's query, typed: how a pattern, its guards and its replacement read the e-graph.
 
 The pattern becomes query terms; every ``x.shape`` / ``x.dtype`` becomes a query variable (actions
-cannot read functions; one variable per tensor), and every derived function (``rules.derived``) a
+cannot read functions; one variable per tensor), and every derived function (``eqsat_rules.derived``) a
 variable read after its demand: a derived function whose arguments read another's result waits for
 it (demand stages, one analysis clause each). List patterns are the compiler's
-(``rules.compile.RuleQuery``); a template inside a list pattern is a plain ``Query``.
+(``eqsat_rules.compile.RuleQuery``); a template inside a list pattern is a plain ``Query``.
 """
 from __future__ import annotations
 
 from eqsat import to_egglog
 from eqsat.rulelang import DTYPE, Call, Clause, Guard, ListExpr, Lit, Var
 
-from .derived import DERIVED
-from .patterns import Each, Pieces, RuleError, term_vars
+from eqsat_rules.derived import DERIVED
+from eqsat_rules.patterns import Each, Pieces, RuleError, term_vars
 
 
 class Query:

@@ -1,7 +1,7 @@
 """Shape and dtype analysis for e-nodes that rewrites create (original nodes are seeded by lowering).
 
 Every constructor's shape rule is compiled from its registry row's shape function (``eqsat.ops``),
-written with the DSL and read like a rewrite's replacement (``rules.query``: ``x.shape`` is a query
+written with the DSL and read like a rewrite's replacement (``eqsat_rules.query``: ``x.shape`` is a query
 variable, a derived function is demanded first), one clause per case. ``shape`` merges by keeping
 the first value, so a seeded fact is never overwritten; a constructor without a shape function gets
 no shape when a rewrite creates it, and the cost model then never picks it. Dtypes: a row that keeps
@@ -18,8 +18,8 @@ from eqsat.rulelang import (DTYPE, INT, STR, TENSOR, TLIST, TTUPLE, Call, Clause
                             variables)
 from eqsat.schema import ANALYSIS, BoolResult, FloatDtype, KeepsDtype, KeepsIntDtype
 
-from . import dsl
-from .query import Query
+from eqsat_rules import dsl
+from eqsat_rules.query import Query
 
 e, x, y, c = variables("e x y c", TENSOR)
 (f,) = variables("f", STR)

@@ -6,7 +6,21 @@ Lowering already spells every pattern canonically: ``unbind`` is ``split(x, [1]*
 a shuffled order or a missing piece never matches them. Pieces used elsewhere too stay available:
 the e-graph keeps both forms and extraction decides.
 """
-from .dsl import cat, ints, ivecs, movedim, pieces, repeat, reshape, rewrite, splice, split, squeeze, stack, tensor
+from eqsat_rules.dsl import (
+    cat,
+    ints,
+    ivecs,
+    movedim,
+    pieces,
+    repeat,
+    reshape,
+    rewrite,
+    splice,
+    split,
+    squeeze,
+    stack,
+    tensor,
+)
 
 x = tensor("x")
 s, t = ivecs("s t")

@@ -15,8 +15,8 @@ def assert_gpu_launches(fn, inputs, expected):
     """The GPU model plans ``expected`` (generated, extern) launches for ``fn``'s graph, and so does
     Inductor's scheduler for a CUDA device (the fake H200 on a CPU box) where it can run."""
     from eqsat.cost import CostModel
-    from fx_bridge.inductor_probe import available, count_launches
-    from fx_bridge.pipeline import price_input
+    from eqsat_torch.inductor.probe import available, count_launches
+    from eqsat_torch.pipeline import price_input
 
     gm, ex = dynamo_graph(fn, *inputs)
     built, _ = price_input(gm, ex, CostModel.for_device("cuda"))

@@ -4,18 +4,18 @@ import os
 import pytest
 import torch
 
-from fx_bridge import torch_compat
+from eqsat_torch.inductor import compat
 
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
     """Each test compiles from scratch: Dynamo caches would hide what our backend does."""
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     yield
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
 
 
-# Our persistent cache (fx_bridge.cache) is off in tests: a test that patches the optimizer must see
+# Our persistent cache (eqsat_torch.cache) is off in tests: a test that patches the optimizer must see
 # it run, not an entry an earlier test or process stored. tests/cache switches it on, in a temp dir.
 os.environ["EQSAT_CACHE"] = "0"
 

@@ -25,7 +25,7 @@ REGISTRY = {
 }
 
 NEEDS_TRANSFORMERS = frozenset({"gpt2_block", "bert_layer", "t5_block", "llama", "bart", "vit"})
-# issue 18's small programs: tested by tests/rules/test_split_cat_parity.py and tests/models/test_parity_models.py,
+# issue 18's small programs: tested by tests/rules/test_split_cat_parity.py and tests/e2e/models/test_parity_models.py,
 # not by the suites that sweep every model (some return tuples, one is random)
 PARITY = frozenset(parity.BUILDERS)
 

@@ -25,12 +25,12 @@ from eqsat.cost import CostModel
 from eqsat.egraph import Session
 from eqsat.gcpause import gc_paused
 from eqsat.original import input_program
-from fx_bridge.autocast import drop_noop_autocast
-from fx_bridge.functionalize import functionalize_intermediates
-from fx_bridge.lower import lower
-from fx_bridge.options import Options
-from fx_bridge.pipeline import problem_of
-from rules.library import select, shape_rules
+from eqsat_torch.lowering.autocast import drop_noop_autocast
+from eqsat_torch.safety.functionalize import functionalize_intermediates
+from eqsat_torch.lowering.lower import lower
+from eqsat_torch.options import Options
+from eqsat_torch.pipeline import problem_of
+from eqsat_rules.library import select, shape_rules
 
 STEPS = ("session", "load", "view", "price", "candidates")
 

@@ -41,9 +41,11 @@ from bench.measure import latency_ms
 from eqsat.cost import CostModel, ProgramCost, launches
 from eqsat.fusion import plan_groups
 from eqsat.original import input_program
-from fx_bridge import eqsat_backend, inductor_metrics, post_grad, torch_compat
-from fx_bridge.lower import lower
-from fx_bridge.pipeline import Options, build, price_input, view_of
+from eqsat_torch import eqsat_backend
+from bench import inductor_metrics
+from eqsat_torch.inductor import post_grad, compat
+from eqsat_torch.lowering.lower import lower
+from eqsat_torch.pipeline import Options, build, price_input, view_of
 
 UNARY = [torch.relu, torch.sigmoid, torch.tanh, torch.exp, F.gelu]
 BINARY = [torch.add, torch.mul, torch.sub]
@@ -157,7 +159,7 @@ def model_graphs(device: str, only: list[str] | None = None):
             captured.append((gm, list(example_inputs)))
             return gm.forward
 
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
         with torch.no_grad():
             torch.compile(model, backend=grab)(*inputs)
         for i, (gm, ins) in enumerate(captured):
@@ -187,7 +189,7 @@ def predict(gm, inputs, model: CostModel):
 
 def measure(gm, inputs, device: str) -> tuple[dict, dict, float]:
     """(launches read from the generated code, Inductor's own counters, latency in ms)."""
-    compile_fx = torch_compat.compile_fx()
+    compile_fx = compat.compile_fx()
     inputs = [t.detach().to(device) for t in inputs]
     inductor_metrics.reset()
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"):
@@ -229,7 +231,7 @@ class Priced:
     groups: Counter  # the kernels ``program_cost`` counts, by kind (pointwise, reduction, mm, ...)
 
 
-class PricingPass(torch_compat.CustomGraphPass):
+class PricingPass(compat.CustomGraphPass):
     """A post-grad pass that changes nothing: prices each Aten graph just before Inductor lowers it
     (after eqsat's post-grad pass, which runs the user's pass last), as eqsat's pass prices its input."""
 
@@ -286,7 +288,7 @@ TRAIN_BACKENDS = {"": lambda cost: "inductor", "eqsat/": lambda cost: eqsat_back
 def train_step_graphs(model, inputs, backend, cost: CostModel) -> dict[str, tuple[list, list[str]]]:
     """Per phase (fwd, bwd): the priced Aten graphs and Inductor's wrapper code of each, in compile order."""
     pricing = PricingPass(cost)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     with inductor_metrics.inductor_config_patch("inductor", post_grad_pass=pricing):
         with inductor_metrics.capture_output_code() as fwd_code:
             loss = train_step.loss_of(torch.compile(model, backend=backend)(*inputs))

@@ -2,7 +2,7 @@
 
 Per zoo model × setting (inference, training step, freezing, CUDA graphs): launches of Inductor,
 Inductor + Optimus, Inductor + combo kernels and eqsat's default (which decides combo kernels itself,
-``fx_bridge.compose``); eqsat's latency over the best stock configuration's (modes compiled and kept,
+``eqsat_torch.inductor.compose``); eqsat's latency over the best stock configuration's (modes compiled and kept,
 timed in interleaved rounds by the zoo harness, ``bench.cli zoo``); eqsat's cold compile time over
 Inductor's (one process, caches off); and the cost model's |predicted − counted| launches on the
 programs eqsat chose, counted by Inductor with combo kernels as the compile used them (median per

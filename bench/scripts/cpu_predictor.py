@@ -27,7 +27,7 @@ from torch._inductor import metrics
 
 from bench import runner
 from bench.models import ZOO
-from fx_bridge import torch_compat
+from eqsat_torch.inductor import compat
 
 MODES = ("inductor", "eqsat")
 COUNTS = ("cpp_calls", "loop_nests", "extern", "bytes")
@@ -40,10 +40,10 @@ def measure(model: str, phase: str, size: str, rounds: int) -> list[dict]:
     settings = {"size": size, "device": "cpu", "dtype": torch.float32, "min_seconds": 0.5, "rounds": rounds,
                 "keep_compiled": True}
     reference = runner.eager_reference(ZOO[model], phase, settings)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     compiled = []
     for mode in MODES:
-        with torch_compat.inductor_counts_bytes():
+        with compat.inductor_counts_bytes():
             row, _, step = runner.run_mode(ZOO[model], mode, phase, reference, settings)
             row["bytes"] = int(metrics.num_bytes_accessed)
         row.update(model=model, cpp_calls=row.get("kernels_generated"), loop_nests=row.get("inductor_count_generated"),

@@ -21,8 +21,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from bench import tables
 from bench.measure import median_step_ms
 from bench.scripts.train_step import backend_for, build, loss_of, training_inputs
-from fx_bridge import inductor_metrics as im
-from fx_bridge import torch_compat
+from bench import inductor_metrics as im
+from eqsat_torch.inductor import compat
 
 MODES = ("eager", "inductor", "inductor_optimus", "eqsat")
 
@@ -74,7 +74,7 @@ def main(argv=None) -> None:
         for name in args.models:
             reference = None
             for mode in ("eager",) + tuple(m for m in args.modes if m != "eager"):
-                torch_compat.reset_dynamo()
+                compat.reset_dynamo()
                 fwd, bwd, ms, params = run(name, mode, args.size, device, args.steps, args.bucket_mb)
                 reference = reference or params
                 diff = max(float((a - b).abs().max()) for a, b in zip(params, reference))

@@ -21,8 +21,8 @@ import torch
 from bench import tables
 from bench.models import REGISTRY
 from bench.runner import mark_batch_dynamic
-from fx_bridge import torch_compat
-from fx_bridge.pipeline import optimize
+from eqsat_torch.inductor import compat
+from eqsat_torch.pipeline import optimize
 
 DEFAULT_MODELS = ("dhen", "interformer", "recsys_tower", "split_cat_64")
 
@@ -35,7 +35,7 @@ def capture(model: torch.nn.Module, inputs: tuple, dynamic: bool) -> list[tuple[
         graphs.append((gm, list(example_inputs)))
         return gm.forward
 
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     if dynamic:
         mark_batch_dynamic(inputs)
     with torch.no_grad():

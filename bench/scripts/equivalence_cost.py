@@ -14,8 +14,8 @@ import os
 import torch
 
 from bench.models.zoo import MODELS
-from fx_bridge import eqsat_backend
-from fx_bridge.torch_compat import reset_dynamo
+from eqsat_torch import eqsat_backend
+from eqsat_torch.inductor.compat import reset_dynamo
 
 
 def measure(name: str, size: str) -> tuple[int, int, float, float, int]:

@@ -16,7 +16,7 @@ from eqsat.cost import CostModel
 from eqsat.egraph import Budget, Session
 from eqsat.extract import bottom_up, extract, is_acyclic
 from eqsat.terms import IVec, Program, Ref, Term, TList
-import rules.library as library
+import eqsat_rules.library as library
 
 D = 64
 

@@ -26,10 +26,11 @@ import torch._inductor.config as inductor_config
 
 from bench.models import REGISTRY
 from eqsat.cost import CostModel
-from fx_bridge import eqsat_backend, torch_compat
-from fx_bridge.backend import optimize_or_keep
-from fx_bridge.options import Options
-from fx_bridge.post_grad import EqsatPostGradPass
+from eqsat_torch import eqsat_backend
+from eqsat_torch.inductor import compat
+from eqsat_torch.backend import optimize_or_keep
+from eqsat_torch.options import Options
+from eqsat_torch.inductor.post_grad import EqsatPostGradPass
 
 VARIANTS = [("inductor", ()), ("eager", ()), ("inductor", ("batch_layernorm",)), ("inductor", ("batch_linear",)),
             ("inductor", ("batch_linear_lhs",)), ("inductor", ("batch",))]
@@ -56,18 +57,18 @@ def main(argv=None) -> None:
     prepack = {"cpp.weight_prepack": False} if args.no_prepack else {}
     with torch.no_grad(), inductor_config.patch(freezing=True, **prepack):
         want = _first(model(*inputs))
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
         alone = _first(torch.compile(model)(*inputs))
         print(f"inductor alone: max err {(alone - want).abs().max().item():.3g}", flush=True)
         for inner, disabled in VARIANTS if only is None else [("inductor", only)]:
-            torch_compat.reset_dynamo()
+            compat.reset_dynamo()
             backend = eqsat_backend(inner=inner, disabled=list(disabled), cost=cost)
             got = _first(torch.compile(model, backend=backend)(*inputs))
             used = sorted({r for rep in backend.reports for r in rep.rules_used})
             print(f"inner={inner} disabled={list(disabled)}: max err {(got - want).abs().max().item():.3g}; "
                   f"used {used}", flush=True)
         for post_grad in (False, True) if only is None else ():
-            torch_compat.reset_dynamo()
+            compat.reset_dynamo()
             got = _first(torch.compile(model, backend=_per_graph(post_grad, args.dump, cost))(*inputs))
             print(f"unguarded, post_grad={post_grad}: model max err {(got - want).abs().max().item():.3g}", flush=True)
 
@@ -84,8 +85,8 @@ def _per_graph(post_grad: bool, dump: str | None, cost: CostModel | None = None)
 
     def backend(gm, example_inputs):
         new_gm, report = optimize_or_keep(gm, example_inputs, Options(cost=cost), frozen_params=True)
-        compiler = (torch_compat.compile_fx_with_post_grad_pass(lambda user: EqsatPostGradPass(Options(cost=cost), then=user))
-                    if post_grad else torch_compat.compile_fx())
+        compiler = (compat.compile_fx_with_post_grad_pass(lambda user: EqsatPostGradPass(Options(cost=cost), then=user))
+                    if post_grad else compat.compile_fx())
         compiled = compiler(new_gm, example_inputs)
         i, count[0] = count[0], count[0] + 1
 

@@ -2,7 +2,7 @@
 Inductor's stack-slot reuse (docs/upstream/inductor_stack_slot_reuse.py)? Compile the model with every
 rule (the guard bypassed: the graph goes straight to Inductor) under ``freezing``, once with Inductor's
 in-place buffer reuse on and once off. Wrong with it on and right with it off: the same cause, and
-the ``inductor_workarounds`` guard covers it, so the ``batch_layernorm`` guard can go.
+the ``workarounds`` guard covers it, so the ``batch_layernorm`` guard can go.
 
     python -m bench.scripts.freezing_guard_check --device cuda          # transformers 4.52.4 BART
 
@@ -20,9 +20,9 @@ import torch._inductor.config as inductor_config
 from bench.models import REGISTRY
 from bench.scripts.freezing_check import _first
 from eqsat.cost import CostModel
-from fx_bridge import torch_compat
-from fx_bridge.backend import optimize_or_keep
-from fx_bridge.options import Options
+from eqsat_torch.inductor import compat
+from eqsat_torch.backend import optimize_or_keep
+from eqsat_torch.options import Options
 
 
 def main(argv=None) -> None:
@@ -40,13 +40,13 @@ def main(argv=None) -> None:
     def backend(gm, example_inputs):
         new_gm, report = optimize_or_keep(gm, example_inputs, options, frozen_params=True)
         used.update(report.rules_used)
-        return torch_compat.compile_fx()(new_gm, example_inputs)
+        return compat.compile_fx()(new_gm, example_inputs)
 
     prepack = {"cpp.weight_prepack": False} if args.no_prepack else {}
     for inplace in (True, False):
         with torch.no_grad(), inductor_config.patch(freezing=True, inplace_buffers=inplace, **prepack):
             want = _first(model(*inputs))
-            torch_compat.reset_dynamo()
+            compat.reset_dynamo()
             got = _first(torch.compile(model, backend=backend)(*inputs))
         print(f"inplace_buffers={inplace}: max err {(got - want).abs().max().item():.3g}; rules {sorted(used)}",
               flush=True)

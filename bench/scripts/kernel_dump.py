@@ -17,7 +17,8 @@ import torch
 from bench.models import REGISTRY
 from bench.modes import compile_model
 from bench.runner import make_step, training_inputs
-from fx_bridge import inductor_metrics, torch_compat
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 _LINE = re.compile(r"^\s+(\w+ = )?(triton_\w+\.run|cpp_fused_\w+|extern_kernels\.\w+|torch\.ops\.\w+\.\w+)", re.M)
 
@@ -28,7 +29,7 @@ def dump(name: str, mode: str, device: str, size: str, train: bool, freezing: bo
     phase = "train" if train else "infer"
     if train:
         inputs = training_inputs(inputs)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     with inductor_metrics.inductor_config_patch(mode, freezing=freezing), \
             inductor_metrics.capture_output_code() as codes:
         compiled = compile_model(mode, model.train(train))

@@ -15,8 +15,9 @@ import torch
 import torch.nn as nn
 
 from eqsat.cost import CostModel
-from fx_bridge import eqsat_backend, torch_compat
-from fx_bridge import lower as lower_mod
+from eqsat_torch import eqsat_backend
+from eqsat_torch.inductor import compat
+from eqsat_torch.lowering import lower as lower_mod
 
 
 class QKVAsStrided(nn.Module):
@@ -32,7 +33,7 @@ class QKVAsStrided(nn.Module):
 
 
 def run(device: str, pin: bool, frozen: bool) -> str:
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     torch.manual_seed(0)
     model = QKVAsStrided(8, 2, 4, 16).to(device)
     x = torch.randn(8, 2, 64, device=device)

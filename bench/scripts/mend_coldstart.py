@@ -17,8 +17,9 @@ import torch
 
 from bench import tables
 from bench.measure import sync
-from fx_bridge import torch_compat
-from fx_bridge.mend import corpus, dynamo_compat, mend, runtime
+from eqsat_torch.inductor import compat
+from bench.mend_corpus import corpus
+from eqsat_torch.mend import dynamo_compat, mend, runtime
 
 
 def _to(value, device):
@@ -37,7 +38,7 @@ def measure(name: str, device: str, iters: int, mended: bool) -> dict:
             mend_s, graphs, patch = time.perf_counter() - start, report.after.graphs, report.patch
         else:
             graphs = dynamo_compat.capture(model, (), kwargs)[0].graphs
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
         with dynamo_compat.cold_compile_caches():
             compiled = runtime.compile(model)
             sync(device)
@@ -56,7 +57,7 @@ def measure(name: str, device: str, iters: int, mended: bool) -> dict:
                 times.append(time.perf_counter() - start)
     if patch is not None:
         patch.undo()
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     return {"graphs": graphs, "cold_s": cold, "steady_ms": 1e3 * statistics.median(times), "mend_s": mend_s}
 
 

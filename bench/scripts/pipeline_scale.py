@@ -27,9 +27,10 @@ import torch
 
 from bench import tables
 from bench.graphgen import random_graph
-from fx_bridge import optimize, torch_compat
+from eqsat_torch import optimize
+from eqsat_torch.inductor import compat
 
-PHASES = ("units", "lower", "build", "saturate", "extract", "raise")  # units: cutting and splicing (fx_bridge.clusters)
+PHASES = ("units", "lower", "build", "saturate", "extract", "raise")  # units: cutting and splicing (eqsat_torch.scale.clusters)
 
 
 def graph_of_size(nodes: int, seed: int = 0):
@@ -77,9 +78,10 @@ def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64, devi
     """Compile and run ``TwoStage`` (a training step with ``train``) through ``torch.compile`` on
     ``device`` with eqsat (or Inductor alone); optimizer seconds per phase over every graph, graph and
     e-graph sizes, kernels (and launches), stop reasons."""
-    from fx_bridge import eqsat_backend, inductor_metrics
+    from eqsat_torch import eqsat_backend
+    from bench import inductor_metrics
 
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     x = torch.randn(rows, pieces, requires_grad=train, device=device)
     backend = "inductor" if inductor_alone else eqsat_backend(**options)
     inductor_metrics.reset()
@@ -130,7 +132,7 @@ def dynamo_main(args) -> None:
 
 def _record_fake(gm, inputs) -> None:
     """Fake values as Dynamo leaves them, so timing "lower" measures lowering alone."""
-    torch_compat.propagate_fake(gm, inputs)
+    compat.propagate_fake(gm, inputs)
     for n in gm.graph.nodes:
         n.meta["example_value"] = n.meta.get("val")
 

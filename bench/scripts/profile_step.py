@@ -22,7 +22,8 @@ from bench.models import REGISTRY
 from bench.modes import compile_model
 from bench.measure import sync
 from bench.runner import interleaved, make_step, training_inputs
-from fx_bridge import inductor_metrics, torch_compat
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 
 def host_times(step, device: str, steps: int) -> tuple[float, float]:
@@ -57,7 +58,7 @@ def kernel_times(step, device: str, steps: int) -> dict[str, tuple[int, float]]:
 
 def profile(name: str, modes: list[str], args) -> None:
     phase = "train" if args.train else "infer"
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     steps = {}
     for mode in modes:  # no reset in between: each mode keeps its compiled code (Dynamo guards on the backend)
         model, inputs = REGISTRY[name](args.size, device=args.device)

@@ -63,11 +63,11 @@ from functorch.compile import make_boxed_func
 
 from bench.graphgen import FLOAT_DTYPES, LAYOUTS, Features, as_function, copy_with_layout, random_graph, with_layout
 from bench.mpmodules import random_module
-from fx_bridge import torch_compat
-from fx_bridge.aliasing import inductor_view
-from fx_bridge.backend import EqsatBackend, _trains, optimize_or_keep
-from fx_bridge.options import Options
-from fx_bridge.post_grad import EqsatPostGradPass
+from eqsat_torch.inductor import compat
+from eqsat_torch.safety.aliasing import inductor_view
+from eqsat_torch.backend import EqsatBackend, _trains, optimize_or_keep
+from eqsat_torch.options import Options
+from eqsat_torch.inductor.post_grad import EqsatPostGradPass
 
 MODES = ("infer", "train", "no_grad")
 KINDS = ("crash", "aliasing", "requires_grad", "dtype", "strides", "values", "inputs", "gradients", "lost")
@@ -323,11 +323,11 @@ def _aot_as_inductor(post: Callable[[torch.fx.Graph], None] | None = None):
         before = _output_layouts(gm)
         if post is not None:
             post(gm.graph)
-        torch_compat.inductor_remove_noop_ops(gm.graph)
+        compat.inductor_remove_noop_ops(gm.graph)
         _keep_layouts(gm, before)
         return make_boxed_func(gm.forward)
 
-    return torch_compat.aot_backend(post_compiler, torch_compat.inductor_decompositions(_INDUCTOR_DECOMPOSES))
+    return compat.aot_backend(post_compiler, compat.inductor_decompositions(_INDUCTOR_DECOMPOSES))
 
 
 def _output_layouts(gm: torch.fx.GraphModule) -> list:
@@ -410,7 +410,7 @@ class _Inductor:
 
 def _plain_backend(inductor: bool):
     """The same compile path without eqsat: what it gets wrong against eager is not ours."""
-    return torch_compat.compile_fx() if inductor else _aot_as_inductor()
+    return compat.compile_fx() if inductor else _aot_as_inductor()
 
 
 # -- the checks -----------------------------------------------------------------------------------------
@@ -429,7 +429,7 @@ def _strides(t: torch.Tensor) -> list:
 
 def _dense(t: torch.Tensor) -> bool:
     """Non-overlapping and dense. Where eager's output is not (a slice or an expand of a buffer), a
-    dense output of ours is as good: the contract ``fx_bridge/aliasing.py`` states."""
+    dense output of ours is as good: the contract ``fx_bridge/safety/aliasing.py`` states."""
     step = 1
     for st, n in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1):
         if st != step:
@@ -596,7 +596,7 @@ def check(case: Case, backend=None, device: str = "cpu", inductor: bool = False)
     plain = None
     if ours and case.tight:  # the compile without eqsat's own errors set the tolerances
         plain = check(case, _plain_backend(inductor), device, inductor)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     fa, fb = _program(case, device), _program(case, device)
     compiled = torch.compile(lambda *xs: fa(*xs), backend=backend, fullgraph=False)
     result = {"seed": case.seed, "train": case.mode == "train", "mode": case.mode, "problem": None,
@@ -665,7 +665,7 @@ def _limit_memory(gb: float | None) -> None:
 def _worker(args):
     seed, train, device, inductor, contexts = args
     torch.set_num_threads(1)
-    os.environ["EQSAT_CACHE"] = "0"  # every case runs the optimizer: no graph comes from fx_bridge.cache
+    os.environ["EQSAT_CACHE"] = "0"  # every case runs the optimizer: no graph comes from eqsat_torch.cache
     if inductor:
         import torch._inductor.config as inductor_config
 
@@ -673,7 +673,7 @@ def _worker(args):
         inductor_config.fx_graph_cache = False   # every case runs the post-grad pass, none is a cache hit
     logging.getLogger("eqsat").setLevel(logging.ERROR)   # fallbacks are counted, not printed
     logging.getLogger("torch").setLevel(logging.CRITICAL)
-    torch_compat.skip_guard_latency_profile()            # telemetry only: 7 % of a case's CPU
+    compat.skip_guard_latency_profile()            # telemetry only: 7 % of a case's CPU
     t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         result = run_case(seed, train, device=device, inductor=inductor, contexts=contexts)

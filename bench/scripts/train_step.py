@@ -20,9 +20,9 @@ import torch
 from bench import tables
 from bench.measure import median_step_ms
 from bench.models import REGISTRY
-from fx_bridge import eqsat_backend
-from fx_bridge import inductor_metrics as im
-from fx_bridge import torch_compat
+from eqsat_torch import eqsat_backend
+from bench import inductor_metrics as im
+from eqsat_torch.inductor import compat
 
 MODES = ("inductor", "inductor_optimus", "eqsat", "eqsat_pre")
 
@@ -120,7 +120,7 @@ def main(argv=None) -> None:
         model, inputs = build(name, args.size, args.device)
         eager = run_step(model, inputs, None)
         for mode in args.modes:
-            torch_compat.reset_dynamo()
+            compat.reset_dynamo()
             r = run_step(model, inputs, mode, args.repeats)
             k = lambda c: f"{c['total']} ({c['generated']}+{c['extern']})"
             print(tables.row([name, mode, k(r.kernels_fwd), k(r.kernels_bwd), f"{r.step_ms:.2f}", f"{r.loss:.5g}",

@@ -1,7 +1,7 @@
 """What Inductor decided among on the zoo: each candidate program's launches and the winner (issue 29).
 
 For each zoo model (inference, its Dynamo graph) eqsat optimizes with the GPU cost model and
-Inductor deciding (``fx_bridge.verify``: the GPU at hand, or a fake H200 on a machine without one),
+Inductor deciding (``eqsat_torch.inductor.verify``: the GPU at hand, or a fake H200 on a machine without one),
 every program between the input and ours measured (``--share 1``) or only as a compile measures them
 (the default ``pipeline.VERIFY_SHARE``). ``--mispriced``: the GPU model with the pointwise batches
 on, whose price of a stack of rotary sums Inductor does not bear out: the programs between then show
@@ -19,7 +19,8 @@ import torch
 from bench import tables
 from bench.models import ZOO
 from eqsat.cost import CostModel
-from fx_bridge import eqsat_backend, pipeline, torch_compat
+from eqsat_torch import eqsat_backend, pipeline
+from eqsat_torch.inductor import compat
 
 
 def decide(name: str, device: str, mispriced: bool) -> list[dict]:
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append({"model": name, "nodes": 0, "launches": {}, "won": f"error: {type(e).__name__}: {e}"[:200],
                          "optimizer_s": 0.0, "verify_s": 0.0})
         print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
     print("\n" + "\n".join(tables.table(
         ("model", "nodes", "launches per candidate", "won", "optimizer s", "verify s"),
         [(r["model"], r["nodes"], ", ".join(f"{k} {v}" for k, v in r["launches"].items()) or "–", r["won"],

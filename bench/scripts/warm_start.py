@@ -58,15 +58,15 @@ def child(model: str, compiler: str, device: str, size: str, mode: str | None) -
         sync(device)
         seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
     torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
-    from fx_bridge import torch_compat
+    from eqsat_torch.inductor import compat
 
     reports = []
     if compiler == "eqsat":
-        from fx_bridge.backend import _default
+        from eqsat_torch.backend import _default
 
         reports = [*_default.reports, *_default.post_grad_reports]
     return {"compile_s": seconds, "compile_cpu_s": cpu_seconds, "optimizer_s": sum(r.optimizer_seconds for r in reports),
-            "cache": [r.cache for r in reports], "inductor_caches": torch_compat.compile_cache_counters()}
+            "cache": [r.cache for r in reports], "inductor_caches": compat.compile_cache_counters()}
 
 
 def _known_backend(name: str) -> None:
@@ -79,7 +79,7 @@ def _known_backend(name: str) -> None:
     from torch._dynamo import list_backends, register_backend
 
     if "eqsat" not in list_backends(exclude_tags=()):
-        from fx_bridge.backend import eqsat_compile
+        from eqsat_torch.backend import eqsat_compile
 
         register_backend(eqsat_compile, name="eqsat")
 

@@ -5,7 +5,7 @@ graphs alone misses exactly those places. For each zoo model this takes its Dyna
 and, with ``--train``, the Aten forward and backward graphs of a training step as Inductor gets them;
 prices the graph as written, lets eqsat optimize it with the GPU cost model (Inductor not deciding),
 and counts both programs' launches with Inductor's own lowering and scheduler
-(``fx_bridge.inductor_probe``: the GPU at hand, or a fake H200 on a machine without one). Rows give
+(``eqsat_torch.inductor.probe``: the GPU at hand, or a fake H200 on a machine without one). Rows give
 predicted vs counted launches for the input and the chosen program; the summary, the median and mean
 |predicted − counted| over the chosen programs (the target: a median of at most 1 launch, H200).
 
@@ -33,8 +33,9 @@ from eqsat.fusion import Kernel, list_elements, plan_groups
 from eqsat.ops import CTOR_CATEGORY, Category, op_name_of_key
 from eqsat.original import input_program
 from eqsat.serialized import Choice, EGraphView
-from fx_bridge import inductor_metrics, inductor_probe, post_grad, torch_compat
-from fx_bridge.pipeline import Options, optimize, price_input, view_of
+from bench import inductor_metrics
+from eqsat_torch.inductor import probe, post_grad, compat
+from eqsat_torch.pipeline import Options, optimize, price_input, view_of
 
 SKIP_BY_DEFAULT = frozenset({"wide_recsys"})
 
@@ -67,7 +68,7 @@ def measure(name: str, gm: torch.fx.GraphModule, inputs: list, dialect: str, opt
     chosen, report = optimize(copy.deepcopy(gm), inputs, options, combo=combo, **optimize_args)
 
     def count(g):
-        counted = inductor_probe.count_launches(g, inputs, device, dialect, combo=combo)
+        counted = probe.count_launches(g, inputs, device, dialect, combo=combo)
         return counted.combined if combo else counted
 
     counted_input = count(gm)
@@ -151,13 +152,13 @@ def inference_rows(name: str, device: str, describe: bool = False, combo: bool =
         rows.append(measure(f"{name}/infer{k or ''}", gm, list(example_inputs), "torch", opts, describe, combo))
         return gm.forward
 
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     with torch.no_grad():
         torch.compile(model.eval(), backend=backend)(*inputs)
     return rows
 
 
-class _MeasuringPass(torch_compat.CustomGraphPass):
+class _MeasuringPass(compat.CustomGraphPass):
     """A post-grad pass that changes nothing: measures each Aten graph Inductor is about to lower."""
 
     def __init__(self, name: str, options: Options, combo: bool = False):
@@ -172,7 +173,7 @@ class _MeasuringPass(torch_compat.CustomGraphPass):
         try:
             body, epilogue, inputs = post_grad.functional_body(graph)
             self.rows.append(measure(f"{self.name}/{phase}", body, inputs, "aten", self.options, combo=self.combo,
-                                     user_outputs=torch_compat.aot_user_outputs(graph),
+                                     user_outputs=compat.aot_user_outputs(graph),
                                      copied_back=len(epilogue)))
         except Exception as e:  # a graph that cannot be measured is a skipped row, never a failed compile
             self.rows.append(e)
@@ -181,7 +182,7 @@ class _MeasuringPass(torch_compat.CustomGraphPass):
 def training_rows(name: str, device: str, combo: bool = False) -> list[Row | Exception]:
     model, inputs = ZOO[name]("small", device, torch.float32)
     measuring = _MeasuringPass(name, _options(), combo)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     with inductor_metrics.inductor_config_patch("inductor", post_grad_pass=measuring):
         train_step.loss_of(torch.compile(model.train(), backend="inductor")(
             *train_step.training_inputs(inputs))).backward()
@@ -236,7 +237,7 @@ def table(rows: list[Row]) -> str:
 
 
 def main(device: str, only: list[str] | None, train: bool, kernels: bool = False, combo: bool = False) -> None:
-    if not inductor_probe.available("cuda"):
+    if not probe.available("cuda"):
         raise SystemExit("Inductor's CUDA path cannot be probed here (no GPU and no fake H200 for this torch)")
     rows = run(only, device, train, kernels, combo)
     print()

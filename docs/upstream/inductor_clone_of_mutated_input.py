@@ -7,7 +7,7 @@ to ``s = slice_scatter(x, zeros, ...); copy_(x, s); return clone(s)``. Inductor'
 passes), and reinplacing then writes ``s`` into ``x``: the output is ``x``.
 
 eqsat's post-grad pass refuses any program of its own that returns a value copied back into an
-input, or a copy of one (``fx_bridge/aliasing.py``); this reproducer is for upstream.
+input, or a copy of one (``fx_bridge/safety/aliasing.py``); this reproducer is for upstream.
 Run: ``python docs/upstream/inductor_clone_of_mutated_input.py`` (add ``cuda`` for the GPU).
 """
 import sys

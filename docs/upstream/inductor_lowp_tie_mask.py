@@ -10,7 +10,7 @@ Same class as pytorch#195214 (bf16 division fused into an equality; fixed after 
 
 Found by the eqsat soak on the H200 (torch 2.11): seeds 4000053 and 4001911 (training), where eqsat
 removed a ``cat(split(s))`` / ``stack(unbind(s))`` copy that had stored ``s`` rounded. The guard:
-``fx_bridge/inductor_workarounds.py`` compiles a graph holding a max/min or an equality of
+``fx_bridge/inductor/workarounds.py`` compiles a graph holding a max/min or an equality of
 float16/bfloat16 values with ``emulate_precision_casts``.
 
 NOT YET RUN ON A GPU (the session that wrote it had none): the mechanism is read off the soak cases'

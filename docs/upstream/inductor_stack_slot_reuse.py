@@ -13,7 +13,7 @@ reuses behind it (compare pytorch#100314 / #100332, which tracked direct aliases
 
 eqsat's batched linears make this pattern in BART (the residual stream stacked with another layer's
 input); the backend turns ``inplace_buffers`` off for a graph that stacks a value read elsewhere
-(``fx_bridge/inductor_workarounds.py``). This reproducer has no eqsat import; it is for upstream.
+(``fx_bridge/inductor/workarounds.py``). This reproducer has no eqsat import; it is for upstream.
 Run: ``python docs/upstream/inductor_stack_slot_reuse.py`` (add ``cuda`` for the GPU);
 ``TORCH_LOGS=output_code`` shows the reuse lines above.
 """

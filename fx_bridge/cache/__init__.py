@@ -20,13 +20,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from .. import torch_compat
-from ..options import Options
-from ..report import Report
-from . import store
-from .key import Uncacheable, graph_key
-from .serialize import FORMAT, Untrusted, Vocabulary, dump_graph, load_graph
-from .store import clear
+from eqsat_torch.inductor import compat
+from eqsat_torch.options import Options
+from eqsat_torch.report import Report
+from eqsat_torch.cache import store
+from eqsat_torch.cache.key import Uncacheable, graph_key
+from eqsat_torch.cache.serialize import FORMAT, Untrusted, Vocabulary, dump_graph, load_graph
+from eqsat_torch.cache.store import clear
 
 __all__ = ["clear", "enabled", "optimized"]
 log = logging.getLogger("eqsat")
@@ -35,7 +35,7 @@ Result = tuple[torch.fx.GraphModule, Report]
 
 
 def enabled(opts: Options) -> bool:
-    return opts.cache and os.environ.get("EQSAT_CACHE", "1") != "0" and not torch_compat.inductor_caches_disabled()
+    return opts.cache and os.environ.get("EQSAT_CACHE", "1") != "0" and not compat.inductor_caches_disabled()
 
 
 def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opts: Options,
@@ -89,7 +89,7 @@ def _hit(payload: bytes, gm: torch.fx.GraphModule, vocabulary: Vocabulary, examp
     report = Report(**entry["report"])
     new_gm = gm if entry.get("graph") is None else load_graph(entry["graph"], gm, vocabulary, example_inputs, dialect)
     if new_gm is not gm:
-        torch_compat.keep_dynamo_identity(gm, new_gm)
+        compat.keep_dynamo_identity(gm, new_gm)
     cold = report.optimizer_seconds
     report.phase_seconds = {"cache": time.perf_counter() - t0}
     report.cache = "hit"

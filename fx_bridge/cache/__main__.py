@@ -1,14 +1,14 @@
-"""``python -m fx_bridge.cache clear`` deletes every entry; ``python -m fx_bridge.cache info`` says
+"""``python -m eqsat_torch.cache clear`` deletes every entry; ``python -m eqsat_torch.cache info`` says
 where the cache is, how many entries it holds, their size and the cap (``docs/cache.md``)."""
 from __future__ import annotations
 
 import argparse
 
-from . import store
+from eqsat_torch.cache import store
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fx_bridge.cache", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m eqsat_torch.cache", description=__doc__)
     parser.add_argument("command", choices=["clear", "info"])
     args = parser.parse_args(argv)
     if args.command == "clear":

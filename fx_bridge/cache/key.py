@@ -4,7 +4,7 @@ Two compiles share a key only when the optimizer would see the same thing: the g
 arguments, and every node's value: shape or symbolic size with its example value, dtype, strides,
 storage offset, device, requires_grad, which inputs share storage), the facts of the compile (the pass,
 frozen parameters, a derived backward, which outputs the user sees), the ambient context it is compiled
-in (``fx_bridge.context``: autocast, grad and inference mode, default dtype, matmul precision,
+in (``eqsat_torch.safety.context``: autocast, grad and inference mode, default dtype, matmul precision,
 deterministic algorithms; it switches rules off), the options, the rules (our
 sources, which hold the built-in ones, and the text of every user rule) and the versions of torch,
 egglog and eqsat. Anything we cannot fingerprint raises :class:`Uncacheable`: no key, no caching.
@@ -25,9 +25,9 @@ from eqsat import to_egglog
 from eqsat.cost import CostModel
 from eqsat.rule import Rule
 
-from .. import torch_compat
-from ..context import Context
-from ..options import Options
+from eqsat_torch.inductor import compat
+from eqsat_torch.safety.context import Context
+from eqsat_torch.options import Options
 
 _SOURCE_DIRS = ("fx_bridge", "eqsat", "rules")
 # Options that cannot change the optimized graph; every other field (a new one included) is keyed.
@@ -70,9 +70,9 @@ def rule_text(rule: Rule) -> str:
 
 def rules_fingerprint(extra: Iterable[Rule]) -> str:
     """Registered and ``extra_rules`` user rules (built-in ones are in :func:`source_hash`). Rules
-    are registered in ``rules.library``: until something imports it (and egglog with it, which a
+    are registered in ``eqsat_rules.library``: until something imports it (and egglog with it, which a
     cache hit otherwise never needs), there are none."""
-    library = sys.modules.get("rules.library")
+    library = sys.modules.get("eqsat_rules.library")
     builtin = {id(r) for r in library.builtin_rules()} if library else set()
     users = [r for r in (library.all_rules() if library else ()) if id(r) not in builtin] + list(extra)
     return hashlib.sha256("\n".join(rule_text(r) for r in users).encode()).hexdigest()
@@ -108,7 +108,7 @@ def graph_key(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any
 
 
 def _node_text(n: torch.fx.Node, gm: torch.fx.GraphModule, storages: dict) -> str:
-    value = torch_compat.node_value(n)
+    value = compat.node_value(n)
     if n.op == "get_attr":  # a parameter or constant the graph reads: its layout, not its values
         value = _attr(gm, n.target)
     kind = type(_attr(gm, n.target)).__qualname__ if n.op == "call_module" else ""  # what the call runs
@@ -126,7 +126,7 @@ def _attr(gm: torch.nn.Module, target: str) -> Any:
 def _target(t: Any) -> str:
     if isinstance(t, str):
         return t
-    if torch_compat.is_aten(t):
+    if compat.is_aten(t):
         return f"{t._schema.name}.{t._overloadname}"
     module, name = getattr(t, "__module__", None), getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
     if name is None:
@@ -138,7 +138,7 @@ def _value_text(v: Any, storages: dict) -> str:
     """A node's value as the optimizer reads it. Storage identities become first-seen indices, so
     which values alias each other is keyed, not where they happen to live."""
     if isinstance(v, torch.Tensor):
-        key = torch_compat.storage_key(v)
+        key = compat.storage_key(v)
         alias = storages.setdefault(key, len(storages)) if key is not None else None
         return (f"T({v.dtype}, {v.device}, {_plain(tuple(v.shape))}, {_layout(v)}, rg={v.requires_grad}, "
                 f"layout={v.layout}, storage={alias})")
@@ -164,8 +164,8 @@ def _plain(v: Any) -> str:
         return f"[{inner}]" if isinstance(v, list) else f"({inner})"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{_plain(k)}: {_plain(x)}" for k, x in v.items()) + "}"
-    if torch_compat.is_symbolic(v):
-        return f"sym({torch_compat.sym_expr(v)}~{torch_compat.symint_hint(v) if isinstance(v, torch.SymInt) else '?'})"
+    if compat.is_symbolic(v):
+        return f"sym({compat.sym_expr(v)}~{compat.symint_hint(v) if isinstance(v, torch.SymInt) else '?'})"
     if isinstance(v, (bool, int, float, str, type(None), torch.dtype, torch.device, torch.memory_format,
                       torch.layout, slice, type(Ellipsis), complex)):
         return repr(v)

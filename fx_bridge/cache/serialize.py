@@ -29,9 +29,9 @@ import torch
 
 from eqsat import ops
 
-from .. import torch_compat
-from ..raising import refresh_fake_values
-from .key import Uncacheable
+from eqsat_torch.inductor import compat
+from eqsat_torch.raising.raising import refresh_fake_values
+from eqsat_torch.cache.key import Uncacheable
 
 FORMAT = 2
 _FAKE_KEYS = ("val", "example_value", "tensor_meta")
@@ -44,8 +44,8 @@ class Untrusted(ValueError):
 
 def qualified_name(obj: Any) -> str | None:
     """``torch.ops.aten.mm.default``, ``torch.cat``, ``_operator.getitem``, ``torch._C.TensorBase.view``."""
-    if torch_compat.is_aten(obj):
-        namespace, name = torch_compat.aten_schema(obj).name.split("::")
+    if compat.is_aten(obj):
+        namespace, name = compat.aten_schema(obj).name.split("::")
         return f"torch.ops.{namespace}.{name}.{obj._overloadname or 'default'}"
     module = getattr(obj, "__module__", None) or getattr(getattr(obj, "__objclass__", None), "__module__", None)
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
@@ -71,9 +71,9 @@ def _by_name(objects: Iterable[Any]) -> dict[str, Any]:
 def _extra_targets() -> list[Any]:
     """What our passes write besides the registry's rows: grad-mode regions, alias copies, symbolic
     sizes, cluster splits, explicit casts, functionalized in-place ops."""
-    from ..functionalize import _OPERATORS, index_assign
+    from eqsat_torch.safety.functionalize import _OPERATORS, index_assign
     aten = torch.ops.aten
-    return [torch_compat.grad_mode_switch(), *torch_compat.autocast_region_targets(), torch.permute, torch.clone,
+    return [compat.grad_mode_switch(), *compat.autocast_region_targets(), torch.permute, torch.clone,
             torch.split, torch.Tensor.reshape, operator.getitem, operator.add, operator.mul, operator.floordiv,
             aten.clone.default, aten.alias.default, aten.sym_size.int, aten.split_with_sizes.default,
             aten.reshape.default, aten._to_copy.default, torch.ops.prims.convert_element_type.default,
@@ -83,8 +83,8 @@ def _extra_targets() -> list[Any]:
 @functools.lru_cache(maxsize=4)
 def _known(version: int) -> tuple[tuple[Any, ...], frozenset[str]]:
     """The registry's targets (every spelling lowering knows, what raising writes) and method names."""
-    from ..raising import _OPERATOR_OF
-    from ..targets import _tables, aten_overload, torch_callable
+    from eqsat_torch.raising.raising import _OPERATOR_OF
+    from eqsat_torch.lowering.targets import _tables, aten_overload, torch_callable
 
     functions, aten = _tables(version)
     calls, methods = [*functions, *aten, *_OPERATOR_OF.values(), *_extra_targets()], {"to", "detach", "size"}
@@ -237,7 +237,7 @@ def _plain_meta(node: torch.fx.Node, encode: _Encoder) -> dict[str, Any]:
 def dump_graph(gm: torch.fx.GraphModule, vocabulary: Vocabulary) -> Any:
     """The graph of ``gm`` as JSON data; :class:`Uncacheable` when some node cannot be written as
     data or names a target ``vocabulary`` would not resolve when read back."""
-    if not torch_compat.has_plain_codegen(gm.graph):
+    if not compat.has_plain_codegen(gm.graph):
         raise Uncacheable("the graph has a custom code generator (pytree inputs or outputs)")
     encode, meta = _Encoder(None), _Encoder(vocabulary.meta, nodes_allowed=False)
     nodes = []

@@ -21,7 +21,7 @@ import pathlib
 import stat
 import tempfile
 
-from .. import torch_compat
+from eqsat_torch.inductor import compat
 
 log = logging.getLogger("eqsat")
 
@@ -32,7 +32,7 @@ _refused: set[str] = set()  # folders already reported as refused, so the warnin
 
 def folder() -> pathlib.Path:
     override = os.environ.get("EQSAT_CACHE_DIR")
-    return pathlib.Path(override) if override else pathlib.Path(torch_compat.inductor_cache_dir()) / "eqsat"
+    return pathlib.Path(override) if override else pathlib.Path(compat.inductor_cache_dir()) / "eqsat"
 
 
 def path_of(key: str) -> pathlib.Path:

@@ -4,11 +4,11 @@
     compiled = torch.compile(model)     # deferred prints/logs run in the graph, no recompiles
     compiled = compile(model)           # the same, plus trap exceptions re-raised with their type
 
-`python -m fx_bridge.mend module:factory --diff out.patch` does the same and writes a diff.
+`python -m eqsat_torch.mend module:factory --diff out.patch` does the same and writes a diff.
 """
 
-from fx_bridge.mend.detect import Detection, Site, detect
-from fx_bridge.mend.mender import MendReport, mend
-from fx_bridge.mend.runtime import boundary, compile
+from eqsat_torch.mend.detect import Detection, Site, detect
+from eqsat_torch.mend.mender import MendReport, mend
+from eqsat_torch.mend.runtime import boundary, compile
 
 __all__ = ["Detection", "MendReport", "Site", "boundary", "compile", "detect", "mend"]

@@ -1,4 +1,4 @@
-"""python -m fx_bridge.mend module:factory [--diff out.patch] [--force]
+"""python -m eqsat_torch.mend module:factory [--diff out.patch] [--force]
 
 The factory returns (model, inputs): inputs a tuple of args, a dict of kwargs, or (args, kwargs).
 Prints each break before and after with its category and GB code, what was rewritten or left
@@ -19,9 +19,9 @@ import tempfile
 
 import torch
 
-from fx_bridge.mend.detect import Detection
-from fx_bridge.mend.diff import RUNTIME_MODULE, unified_diff
-from fx_bridge.mend.mender import mend
+from eqsat_torch.mend.detect import Detection
+from eqsat_torch.mend.diff import RUNTIME_MODULE, unified_diff
+from eqsat_torch.mend.mender import mend
 
 
 def load_factory(parser: argparse.ArgumentParser, spec: str):
@@ -111,7 +111,7 @@ def _rounds(text: str) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fx_bridge.mend", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m eqsat_torch.mend", description=__doc__.splitlines()[0])
     parser.add_argument("factory", help="module:function returning (model, example inputs)")
     parser.add_argument("--diff", default="mend.patch", help="where to write the unified diff (default: mend.patch)")
     parser.add_argument("--force", action="store_true", help="overwrite the --diff file if it exists")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from fx_bridge.mend import dynamo_compat, runtime
-from fx_bridge.mend.rule_trap import is_validation_guard
-from fx_bridge.mend.source import enclosing_function, parse_file, statement_at
+from eqsat_torch.mend import dynamo_compat, runtime
+from eqsat_torch.mend.rule_trap import is_validation_guard
+from eqsat_torch.mend.source import enclosing_function, parse_file, statement_at
 
 DATA_DEPENDENT = "data-dependent control flow"
 SIDE_EFFECT = "print/logging/warnings"

@@ -13,11 +13,11 @@ from collections import defaultdict
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from fx_bridge.mend.plan import Decision
-from fx_bridge.mend.predicate import RT
-from fx_bridge.mend.source import read_source
+from eqsat_torch.mend.plan import Decision
+from eqsat_torch.mend.predicate import RT
+from eqsat_torch.mend.source import read_source
 
-RUNTIME_MODULE = "fx_bridge.mend.runtime"
+RUNTIME_MODULE = "eqsat_torch.mend.runtime"
 IMPORT = f"import {RUNTIME_MODULE} as {RT}"
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")  # PEP 263's regex, as tokenize reads it
 
@@ -132,7 +132,7 @@ def _marked(lines):
 def header(root: str) -> bytes:
     """Text before the first file (`patch` and `git apply` skip it): how to apply the diff, and
     that the mended code needs eqsat wherever it runs."""
-    return (f"Graph-break rewrites by eqsat's mender (python -m fx_bridge.mend).\n"
+    return (f"Graph-break rewrites by eqsat's mender (python -m eqsat_torch.mend).\n"
             f"Apply from the project root ({os.path.abspath(root)}) with: patch -p1 < this file\n"
             f"The mended code imports eqsat's runtime helper module {RUNTIME_MODULE} (as {RT}),\n"
             f"so eqsat must be installed wherever the mended code runs.\n\n").encode()

@@ -1,6 +1,6 @@
 """The one place that touches private Dynamo APIs (explain, graph-break logs, registry).
 
-Everything else in `fx_bridge.mend` calls these small adapters, so a torch upgrade (2.11-2.14)
+Everything else in `eqsat_torch.mend` calls these small adapters, so a torch upgrade (2.11-2.14)
 means editing this file only. Each adapter degrades instead of failing: no GB code, no explain count.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from fx_bridge import torch_compat
+from eqsat_torch.inductor import compat
 
 _GB_URL = re.compile(r"gb(\d{4})\.html")
 _LOCATION = re.compile(r"Graph break in user code at (.+):(\d+)")
@@ -115,20 +115,20 @@ def capture(fn, args=(), kwargs=None) -> tuple[Capture, object]:
         graphs.append(gm)
         return gm.forward
 
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     with _graph_break_log() as log:
         out = torch.compile(fn, backend=counting_backend)(*args, **kwargs)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     return Capture(len(graphs), log.breaks), out
 
 
 def explain_break_count(fn, args=(), kwargs=None) -> int:
     """`torch._dynamo.explain`'s own count (graph_count - 1; -1 on a whole-frame fallback)."""
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     try:
         return torch._dynamo.explain(fn)(*args, **(kwargs or {})).graph_break_count
     finally:
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ import warnings
 import torch
 from torch.fx.node import has_side_effect
 
-from fx_bridge.mend import dynamo_compat
+from eqsat_torch.mend import dynamo_compat
 
 
 class _TensorSlot:

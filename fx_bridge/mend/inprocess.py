@@ -11,10 +11,10 @@ import ast
 import copy
 from collections import defaultdict
 
-from fx_bridge.mend import runtime
-from fx_bridge.mend.plan import Decision
-from fx_bridge.mend.predicate import RT, Refuse
-from fx_bridge.mend.source import live_functions
+from eqsat_torch.mend import runtime
+from eqsat_torch.mend.plan import Decision
+from eqsat_torch.mend.predicate import RT, Refuse
+from eqsat_torch.mend.source import live_functions
 
 
 class _Replace(ast.NodeTransformer):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fx_bridge.mend import dynamo_compat, runtime
-from fx_bridge.mend.detect import DYNAMIC_SHAPE, SCALAR_READ, Detection, detect
-from fx_bridge.mend.inprocess import Patch
-from fx_bridge.mend.facts import observe
-from fx_bridge.mend.plan import Decision, branch_lines, plan
-from fx_bridge.mend.verify import compare
+from eqsat_torch.mend import dynamo_compat, runtime
+from eqsat_torch.mend.detect import DYNAMIC_SHAPE, SCALAR_READ, Detection, detect
+from eqsat_torch.mend.inprocess import Patch
+from eqsat_torch.mend.facts import observe
+from eqsat_torch.mend.plan import Decision, branch_lines, plan
+from eqsat_torch.mend.verify import compare
 
 
 @dataclass

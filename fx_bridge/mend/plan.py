@@ -6,16 +6,27 @@ import ast
 import os
 from dataclasses import dataclass, field
 
-from fx_bridge.mend import runtime
-from fx_bridge.mend.detect import DATA_DEPENDENT, DYNAMIC_SHAPE, SCALAR_READ, SIDE_EFFECT, Site
-from fx_bridge.mend.predicate import Refuse
-from fx_bridge.mend.rule_defer import rewrite_defer
-from fx_bridge.mend.rule_item import is_item_assign, rewrite_item
-from fx_bridge.mend.rule_rows import is_table_creation, rewrite_rows_loop, rewrite_table_creation, table_loop
-from fx_bridge.mend.rule_trap import is_validation_guard, rewrite_trap
-from fx_bridge.mend.rule_where import rewrite_where
-from fx_bridge.mend.scope import Scope
-from fx_bridge.mend.source import enclosing_function, live_functions, own_statements, parse_file, statement_at
+from eqsat_torch.mend import runtime
+from eqsat_torch.mend.detect import DATA_DEPENDENT, DYNAMIC_SHAPE, SCALAR_READ, SIDE_EFFECT, Site
+from eqsat_torch.mend.predicate import Refuse
+from eqsat_torch.mend.rule_defer import rewrite_defer
+from eqsat_torch.mend.rule_item import is_item_assign, rewrite_item
+from eqsat_torch.mend.rule_rows import (
+    is_table_creation,
+    rewrite_rows_loop,
+    rewrite_table_creation,
+    table_loop,
+)
+from eqsat_torch.mend.rule_trap import is_validation_guard, rewrite_trap
+from eqsat_torch.mend.rule_where import rewrite_where
+from eqsat_torch.mend.scope import Scope
+from eqsat_torch.mend.source import (
+    enclosing_function,
+    live_functions,
+    own_statements,
+    parse_file,
+    statement_at,
+)
 
 
 @dataclass

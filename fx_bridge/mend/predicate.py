@@ -7,8 +7,8 @@ import ast
 
 import torch
 
-from fx_bridge.mend.scope import Scope
-from fx_bridge.mend.speculation import Speculation
+from eqsat_torch.mend.scope import Scope
+from eqsat_torch.mend.speculation import Speculation
 
 RT = "__mend_rt__"
 

@@ -17,8 +17,8 @@ import logging
 import sys
 import warnings
 
-from fx_bridge.mend.predicate import Refuse, rt_call
-from fx_bridge.mend.scope import Scope
+from eqsat_torch.mend.predicate import Refuse, rt_call
+from eqsat_torch.mend.scope import Scope
 
 LOGGER_METHODS = {"debug", "info", "warning", "warn", "error", "critical", "fatal", "log",
                   "warning_once", "info_once", "warning_advice"}

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import ast
 
-from fx_bridge.mend.predicate import Refuse, rt_call
-from fx_bridge.mend.rule_where import rewrite_where
-from fx_bridge.mend.scope import Scope
-from fx_bridge.mend.source import own_statements
+from eqsat_torch.mend.predicate import Refuse, rt_call
+from eqsat_torch.mend.rule_where import rewrite_where
+from eqsat_torch.mend.scope import Scope
+from eqsat_torch.mend.source import own_statements
 
 
 def is_item_assign(node: ast.stmt) -> bool:

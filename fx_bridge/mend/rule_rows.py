@@ -40,9 +40,9 @@ import math
 
 import torch
 
-from fx_bridge.mend.predicate import Refuse, rt_call
-from fx_bridge.mend.scope import Scope, header, stored_names
-from fx_bridge.mend.source import own_statements
+from eqsat_torch.mend.predicate import Refuse, rt_call
+from eqsat_torch.mend.scope import Scope, header, stored_names
+from eqsat_torch.mend.source import own_statements
 
 LIMIT = 2**16  # |value|, |constant| and row count bound (see the module docstring)
 EXACT_IN_HALF = 2**8  # the largest |int| below which every int is exact in bfloat16 (and float16)

@@ -10,11 +10,16 @@ from __future__ import annotations
 import ast
 import builtins
 
-from fx_bridge.mend.predicate import (
-    Refuse, convert, first_leaf, looks_tensor_valued, rt_call, split_static_prefix,
+from eqsat_torch.mend.predicate import (
+    Refuse,
+    convert,
+    first_leaf,
+    looks_tensor_valued,
+    rt_call,
+    split_static_prefix,
 )
-from fx_bridge.mend.scope import Scope
-from fx_bridge.mend.speculation import Speculation, float_dtype_facts, tensor_names
+from eqsat_torch.mend.scope import Scope
+from eqsat_torch.mend.speculation import Speculation, float_dtype_facts, tensor_names
 
 
 def is_validation_guard(node: ast.stmt) -> bool:

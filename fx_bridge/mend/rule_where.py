@@ -22,12 +22,17 @@ import copy
 
 import torch
 
-from fx_bridge.mend.predicate import (
-    Refuse, convert, first_leaf, looks_tensor_valued, rt_call, split_static_prefix,
+from eqsat_torch.mend.predicate import (
+    Refuse,
+    convert,
+    first_leaf,
+    looks_tensor_valued,
+    rt_call,
+    split_static_prefix,
 )
-from fx_bridge.mend.facts import Typing
-from fx_bridge.mend.scope import Scope
-from fx_bridge.mend.speculation import Speculation, float_dtype_facts, tensor_names
+from eqsat_torch.mend.facts import Typing
+from eqsat_torch.mend.scope import Scope
+from eqsat_torch.mend.speculation import Speculation, float_dtype_facts, tensor_names
 
 
 class _Rename(ast.NodeTransformer):

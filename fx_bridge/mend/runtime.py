@@ -15,7 +15,7 @@ import re
 
 import torch
 
-from fx_bridge.mend import dynamo_compat, effects, facts
+from eqsat_torch.mend import dynamo_compat, effects, facts
 
 # ---------------------------------------------------------------- predicated control flow
 

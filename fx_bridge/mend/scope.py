@@ -9,7 +9,7 @@ import ast
 import builtins
 import types
 
-from fx_bridge.mend.source import own_statements
+from eqsat_torch.mend.source import own_statements
 
 _MISSING = object()
 

@@ -12,7 +12,7 @@ import ast
 import torch
 
 from eqsat import ops
-from fx_bridge.mend.scope import Scope
+from eqsat_torch.mend.scope import Scope
 
 SCALAR, TENSOR, VALUE, FINFO = "scalar", "tensor", "value", "finfo"
 

@@ -16,7 +16,7 @@ from bench.cli import main, parser
 
 def _eqsat_backend_missing() -> bool:
     try:
-        importlib.import_module("fx_bridge.backend").eqsat_backend
+        importlib.import_module("eqsat_torch.backend").eqsat_backend
     except (ImportError, AttributeError):
         return True
     return False
@@ -52,7 +52,7 @@ def _run_and_check(tmp_path, modes: list[str], device: str = "cpu", dynamic: boo
 
 
 @pytest.mark.slow
-@pytest.mark.full  # ~120 s of CPU; symbolic graphs through the passes are the fast tier's tests/aten/test_dynamic.py
+@pytest.mark.full  # ~120 s of CPU; symbolic graphs through the passes are the fast tier's tests/fx_bridge/inductor/post_grad/test_dynamic.py
 def test_cli_dynamic_rows_sit_next_to_static_ones(tmp_path):
     """``--dynamic``: each compiled mode again with a symbolic batch dim, matching eager, optimized by
     eqsat (no graph skipped), and reported next to its static row."""

@@ -26,10 +26,10 @@ class _InductorWithReports:
         self.mode, self.reports = mode, []
 
     def __call__(self, gm, example_inputs):
-        from fx_bridge import torch_compat
+        from eqsat_torch.inductor import compat
 
         self.reports.append(_Report(nodes=len(gm.graph.nodes)))
-        return torch_compat.compile_fx()(gm, example_inputs)
+        return compat.compile_fx()(gm, example_inputs)
 
 
 def test_reports_are_summed_over_graphs():
@@ -47,9 +47,9 @@ def test_reports_are_summed_over_graphs():
 
 
 def test_eqsat_mode_rows_carry_backend_reports(monkeypatch):
-    module = types.ModuleType("fx_bridge.backend")
+    module = types.ModuleType("eqsat_torch.backend")
     module.eqsat_backend = lambda mode: _InductorWithReports(mode)
-    monkeypatch.setitem(sys.modules, "fx_bridge.backend", module)
+    monkeypatch.setitem(sys.modules, "eqsat_torch.backend", module)
     settings = {"size": "tiny", "device": "cpu", "dtype": torch.float32, "min_seconds": 0.01}
     builder = REGISTRY["split_cat_64"]
     row, _, _ = run_mode(builder, "eqsat", "infer", eager_reference(builder, "infer", settings), settings)

@@ -8,7 +8,7 @@ from torch._inductor.fx_passes import group_batch_fusion, split_cat
 
 from bench import measure, report
 from bench.run_tag import run_tag
-from fx_bridge import inductor_metrics
+from bench import inductor_metrics
 
 
 def _row(model, mode, kernels, latency):

@@ -60,7 +60,7 @@ def test_training_step_rows_price_and_measure_the_aten_forward_and_backward(monk
 
 
 def test_launch_names_read_the_kernel_kinds_of_a_wrapper():
-    from fx_bridge import inductor_metrics
+    from bench import inductor_metrics
 
     code = ("def triton_poi_fused_add_0(): pass\n"
             "def call(args):\n"

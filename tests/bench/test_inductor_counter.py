@@ -1,14 +1,15 @@
-"""Inductor's CPU kernel counter, as the harness reads it (fx_bridge.inductor_metrics): one per loop
+"""Inductor's CPU kernel counter, as the harness reads it (bench.inductor_metrics): one per loop
 nest in the emitted C++ code, not one more per nest of an outer-loop fusion try Inductor abandoned."""
 import re
 
 import torch
 
-from fx_bridge import inductor_metrics, torch_compat
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 
 def _compile_cold(f, *inputs) -> str:
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     inductor_metrics.reset()
     with inductor_metrics.inductor_config_patch("inductor"), inductor_metrics.capture_output_code() as codes:
         torch.compile(f, backend="inductor")(*inputs)

@@ -6,7 +6,8 @@ import torch
 
 from bench import measure, runner
 from bench.modes import compile_model
-from fx_bridge import inductor_metrics, torch_compat
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 
 def test_rounds_interleave_every_mode_and_rotate_the_order():
@@ -62,7 +63,7 @@ class _Net(torch.nn.Module):
 def test_two_inductor_modes_kept_alive_compile_their_own_programs():
     """Dynamo would hand the second instance the first one's code under one shared backend object,
     so Inductor+Optimus would be timed with Inductor's program."""
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     x = torch.randn(4, 8)
     compiled = {}
     for mode in ("inductor", "inductor_optimus"):
@@ -92,7 +93,7 @@ def test_a_mode_that_fails_to_compile_leaves_the_kept_modes_compiled(monkeypatch
     builder = lambda size, device, dtype: (_Net().to(device, dtype), (torch.randn(4, 8, device=device, dtype=dtype),))
     settings = {"size": "tiny", "device": "cpu", "dtype": torch.float32, "min_seconds": 0.0, "keep_compiled": True}
     reference = runner.eager_reference(builder, "infer", settings)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     row, _, step = runner.run_mode(builder, "inductor", "infer", reference, settings)
     failed, _, none = runner.run_mode(builder, "eqsat", "infer", reference, settings)
     assert row["status"] == "ok" and failed["status"] == "error" and none is None

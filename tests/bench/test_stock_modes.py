@@ -3,7 +3,7 @@ CUDA graphs (``MODE_cg``)."""
 import torch
 
 from bench.modes import CG_MODES, MODES, compile_model, inductor_patches
-from fx_bridge.inductor_metrics import optimus_options
+from bench.inductor_metrics import optimus_options
 
 
 def test_combo_modes_compile_with_combo_kernels_and_only_their_optimus_with_optimus():
@@ -17,7 +17,7 @@ def test_combo_modes_compile_with_combo_kernels_and_only_their_optimus_with_opti
 
 
 def test_a_combo_mode_hands_its_patches_to_compile_fx(monkeypatch):
-    from fx_bridge import torch_compat
+    from eqsat_torch.inductor import compat
 
     seen = []
 
@@ -25,7 +25,7 @@ def test_a_combo_mode_hands_its_patches_to_compile_fx(monkeypatch):
         seen.append(config_patches)
         return gm.forward
 
-    monkeypatch.setattr(torch_compat, "compile_fx", lambda: fake_compile_fx)
+    monkeypatch.setattr(compat, "compile_fx", lambda: fake_compile_fx)
     torch._dynamo.reset()
     compiled = compile_model("inductor_combo", torch.nn.Linear(4, 4))
     compiled.fn(torch.randn(2, 4))

@@ -3,7 +3,7 @@ Inductor measured and the winner (fake H200 on this CPU)."""
 import pytest
 
 from bench.scripts import verify_candidates
-from fx_bridge import pipeline
+from eqsat_torch import pipeline
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@ programs eqsat chooses on the zoo (issue 29), on the fake H200 here."""
 import pytest
 
 from bench.scripts import calibrate, zoo_calibration
-from fx_bridge.inductor_probe import available
+from eqsat_torch.inductor.probe import available
 
 pytestmark = pytest.mark.skipif(not available("cuda"), reason="no way to probe Inductor's CUDA path here")
 
@@ -41,8 +41,8 @@ def test_the_models_kernel_groups_are_listed_in_the_probes_form():
     import torch
     from captured import dynamo_graph
     from eqsat.cost import CostModel
-    from fx_bridge.inductor_probe import count_launches
-    from fx_bridge.pipeline import price_input
+    from eqsat_torch.inductor.probe import count_launches
+    from eqsat_torch.pipeline import price_input
 
     gpu = CostModel.for_device("cuda")
     gm, ex = dynamo_graph(lambda x, w: torch.relu(torch.bmm(x, w)).sum(-1), torch.randn(4, 8, 16), torch.randn(4, 16, 8))

@@ -104,7 +104,7 @@ def test_a_cuda_graph_mode_that_fails_when_recording_is_a_row_not_a_crash(monkey
 def test_launches_in_graph_partitions_are_counted():
     """With CUDA graphs Inductor puts the kernels in ``partition_N`` functions that ``call`` runs."""
     from bench import runner
-    from fx_bridge import inductor_metrics
+    from bench import inductor_metrics
 
     code = ("triton_poi_fused_0 = async_compile.triton('triton_poi_fused_0', '''...''')\n"
             "def partition_0(args):\n    triton_poi_fused_0.run(buf0)\n    buf1 = extern_kernels.mm(buf0, w)\n"
@@ -120,11 +120,11 @@ def test_zoo_compile_overhead_table_with_inductor_deciding(tmp_path, monkeypatch
     """The eqsat mode with the GPU model and Inductor deciding on this CPU (a fake H200): the rows
     carry the measuring's seconds, the programs measured and the winner, and report.md tabulates
     them beside Inductor alone's compile."""
-    import fx_bridge.backend
+    import eqsat_torch.backend
     from eqsat.cost import CostModel
 
-    real = fx_bridge.backend.eqsat_backend
-    monkeypatch.setattr(fx_bridge.backend, "eqsat_backend",
+    real = eqsat_torch.backend.eqsat_backend
+    monkeypatch.setattr(eqsat_torch.backend, "eqsat_backend",
                         lambda **kw: real(cost=CostModel.for_device("cuda"), verify=True, cache=False, seconds=600, **kw))
     rows = _zoo(tmp_path, ["ten_unequal_linears"], "--settings", "infer")
     eqsat = next(r for r in rows if r["mode"] == "eqsat")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import rules.library as library
+import eqsat_rules.library as library
 from eqsat import terms
 from eqsat.egraph import Budget, Session
 from eqsat.extract import bottom_up

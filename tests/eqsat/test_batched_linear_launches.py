@@ -9,8 +9,8 @@ import torch
 
 from captured import dynamo_graph
 from eqsat.cost import CostModel
-from fx_bridge.inductor_probe import available, count_launches
-from fx_bridge.pipeline import price_input
+from eqsat_torch.inductor.probe import available, count_launches
+from eqsat_torch.pipeline import price_input
 
 F = torch.nn.functional
 GPU = CostModel.for_device("cuda")

@@ -5,7 +5,7 @@ from eqsat.cost import CostModel
 from eqsat.deadline import Deadline
 from eqsat.driver import Problem, optimize
 from eqsat_graphs import Program
-from rules.library import select, shape_rules
+from eqsat_rules.library import select, shape_rules
 
 GPU = CostModel.for_device("cuda")  # Triton: a kernel per piece as written
 

@@ -7,7 +7,7 @@ import torch
 
 from captured import assert_gpu_launches, dynamo_graph
 from eqsat.cost import CostModel
-from fx_bridge.pipeline import price_input
+from eqsat_torch.pipeline import price_input
 
 F = torch.nn.functional
 CPU = CostModel.for_device("cpu")

@@ -2,11 +2,11 @@
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import rules.library as library
+import eqsat_rules.library as library
 from eqsat.cost import CostModel
 from eqsat.extract import extract, is_acyclic, is_complete
 from eqsat_graphs import Program, input_choice, input_in, roots_of, union, view_of
-from rules.dsl import cat, ints, ivec, relu, rewrite, split, tensor
+from eqsat_rules.dsl import cat, ints, ivec, relu, rewrite, split, tensor
 
 _x, _a, _b, _s, _d = tensor("x"), tensor("a"), tensor("b"), ivec("s"), ints("d")
 EXTRA_RULES = [r.compile() for r in (

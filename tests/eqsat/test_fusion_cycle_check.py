@@ -4,8 +4,8 @@ graph's input walked every group among a wide cat's ancestors at each of its 4,0
 kernel graphs (pointwise and reduction spaces, cats whose slices many kernels write, copies)."""
 from hypothesis import given, settings, strategies as st
 
-from eqsat import fusion
-from eqsat.fusion import Kernel, _Groups, schedule
+from eqsat import fusion_groups as fusion
+from eqsat.fusion_groups import Kernel, _Groups, schedule
 
 
 class _WalkedGroups(_Groups):

@@ -11,11 +11,11 @@ from torch import nn
 
 from eqsat.cost import CostModel
 from eqsat.extract import _reaches, reachable
-from fx_bridge import optimize, pipeline
-from fx_bridge.lower import lower
-from fx_bridge.options import Options
-from fx_bridge.pipeline import build, extract_program
-from rules.library import select
+from eqsat_torch import optimize, pipeline
+from eqsat_torch.lowering.lower import lower
+from eqsat_torch.options import Options
+from eqsat_torch.pipeline import build, extract_program
+from eqsat_rules.library import select
 
 
 def _captured(model, *x):

@@ -8,7 +8,7 @@ import torch
 
 from captured import assert_gpu_launches, dynamo_graph
 from eqsat.cost import CostModel
-from fx_bridge.pipeline import optimize, price_input
+from eqsat_torch.pipeline import optimize, price_input
 
 GPU, CPU = CostModel.for_device("cuda"), CostModel.for_device("cpu")
 

@@ -4,8 +4,10 @@ import copy
 import pytest
 import torch
 
-import rules
-from fx_bridge import eqsat_backend, inductor_metrics, last_reports, torch_compat
+import eqsat_rules
+from eqsat_torch import eqsat_backend, last_reports
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 from e2e_models import MLP, Attention, SplitCat
 from optimized import assert_no_fallback, assert_optimized
@@ -26,7 +28,7 @@ def check_report(name, report):
 
 
 def family(name):
-    return {r.name for r in rules.builtin_rules() if r.family == name}
+    return {r.name for r in eqsat_rules.builtin_rules() if r.family == name}
 
 
 def _build(name):
@@ -73,7 +75,7 @@ def test_disabled_family_neither_fires_nor_is_used_while_the_others_optimize():
     algebra = family("algebra")
     reports = {}
     for disabled in ((), ("algebra",)):
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
         backend = eqsat_backend(inner="eager", validate=True, disabled=list(disabled))
         torch.testing.assert_close(torch.compile(model, backend=backend)(x), model(x))
         (reports[disabled],) = backend.reports
@@ -96,7 +98,7 @@ def _generated_code(inner):
     f = SplitCat()
     x = torch.randn(4, 32)
     backend = eqsat_backend(inner=inner)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     with inductor_metrics.inductor_config_patch("inductor"), inductor_metrics.capture_output_code() as codes:
         torch.testing.assert_close(torch.compile(f, backend=backend)(x), f(x))
     return codes, backend
@@ -120,7 +122,7 @@ def test_greedy_mode_runs_families_in_order():
     x = torch.randn(8, 16)
     reports = {}
     for search in ("saturate", "greedy"):
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
         backend = eqsat_backend(inner="eager", search=search, validate=True)
         torch.testing.assert_close(torch.compile(f, backend=backend)(x), f(x))
         (reports[search],) = backend.reports
@@ -143,8 +145,8 @@ def test_a_rewritten_graph_keeps_its_parameters_static_for_cuda_graphs():
     from functorch.compile import make_boxed_func
     from torch._guards import TracingContext
 
-    from fx_bridge.backend import optimize_or_keep
-    from fx_bridge.options import Options
+    from eqsat_torch.backend import optimize_or_keep
+    from eqsat_torch.options import Options
 
     def static_inputs(rewrite: bool) -> list[int]:
         seen = []
@@ -157,9 +159,9 @@ def test_a_rewritten_graph_keeps_its_parameters_static_for_cuda_graphs():
             if rewrite:
                 gm, report = optimize_or_keep(gm, example_inputs, Options(inner="eager"))
                 assert_optimized(report)
-            return torch_compat.aot_backend(inner)(gm, example_inputs)
+            return compat.aot_backend(inner)(gm, example_inputs)
 
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
         model = SplitCat()
         with torch.no_grad():
             torch.compile(model, backend=backend)(torch.randn(4, 32))

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from fx_bridge import eqsat_backend
+from eqsat_torch import eqsat_backend
 
 CASES = {
     "split": lambda x: torch.cat([p.relu() for p in torch.split(tensor=x, split_size_or_sections=4, dim=1)], 1),

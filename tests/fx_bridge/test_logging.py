@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from fx_bridge.report import SUMMARY_CHARS, Report
+from eqsat_torch.report import SUMMARY_CHARS, Report
 
 SCRIPT = """
 import logging, sys, torch
 if sys.argv[1] == "set_logs":
     torch._logging.set_logs(modules={"eqsat": logging.DEBUG})
-from fx_bridge.backend import eqsat_backend
+from eqsat_torch.backend import eqsat_backend
 
 def f(x):
     return torch.cat([p.relu() for p in torch.split(x, 4, 1)], 1)

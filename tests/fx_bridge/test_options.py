@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from fx_bridge import torch_compat
-from fx_bridge.backend import eqsat_backend
-from fx_bridge.options import OptionError
+from eqsat_torch.inductor import compat
+from eqsat_torch.backend import eqsat_backend
+from eqsat_torch.options import OptionError
 
 
 def split_relu_cat(x):
@@ -19,7 +19,7 @@ def _greedy_fired(report) -> bool:
 
 
 def test_search_greedy_through_torch_compile_options():
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     backend = eqsat_backend(inner="eager")
     x = torch.randn(8, 16)
     f = torch.compile(split_relu_cat, backend=backend, options={"search": "greedy"})
@@ -34,7 +34,7 @@ def test_search_greedy_through_torch_compile_options():
     lambda: torch.compile(split_relu_cat, backend="eqsat", mode="greedy")(torch.randn(8, 16)),
 ], ids=["eqsat_backend(mode=)", "options={'mode': ...}", "torch.compile(mode='greedy')"])
 def test_the_old_spelling_names_the_new_one(spell):
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     with pytest.raises(Exception) as info:
         spell()
     assert "search" in str(info.value) and "'greedy'" in str(info.value), str(info.value)
@@ -46,7 +46,7 @@ def test_the_old_spelling_names_the_new_one(spell):
 @pytest.mark.slow
 def test_reduce_overhead_goes_to_inductor_with_greedy_search():
     """Both at once, as a user writes them: Inductor compiles (its mode), eqsat searches greedily."""
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     backend = eqsat_backend(search="greedy", post_grad=False)
     x = torch.randn(8, 16)
     f = torch.compile(split_relu_cat, backend=backend, mode="reduce-overhead")

@@ -1,7 +1,7 @@
 """The report says which fired rules the extracted program relies on."""
 import torch
 
-from fx_bridge import eqsat_backend
+from eqsat_torch import eqsat_backend
 
 
 def test_rules_used_names_the_rewrite_the_program_relies_on():

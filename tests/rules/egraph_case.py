@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from eqsat.egraph import Budget, EGraphError, Session
-from rules.library import all_rules, shape_rules
+from eqsat_rules.library import all_rules, shape_rules
 
 INPUTS = {  # name: (shape, dtype)
     "x": ((4, 6), "float32"), "z": ((4, 6), "float32"), "y": ((4, 2), "float32"), "w": ((4, 3), "float32"),

@@ -1,9 +1,22 @@
 """The checker: every built-in DSL rule is sound on random instances; unsound rules are caught."""
 import pytest
 
-from rules.checker import UnsoundRule, assert_sound, check
-from rules.dsl import binary, cat, ints, ivec, narrow, opkey, pieces, relu, rewrite, split, stack, tensor
-from rules.library import builtin_dsl_rules
+from eqsat_rules.checker import UnsoundRule, assert_sound, check
+from eqsat_rules.dsl import (
+    binary,
+    cat,
+    ints,
+    ivec,
+    narrow,
+    opkey,
+    pieces,
+    relu,
+    rewrite,
+    split,
+    stack,
+    tensor,
+)
+from eqsat_rules.library import builtin_dsl_rules
 
 x, y = tensor("x"), tensor("y")
 d, e, a, m, n = ints("d e a m n")
@@ -56,8 +69,8 @@ def test_a_guard_no_small_instance_meets_is_solved_for():
 
 
 def test_a_rule_the_checker_cannot_test_is_refused_at_the_backend():
-    from fx_bridge.backend import eqsat_backend
-    from rules.compile import RuleError
+    from eqsat_torch.backend import eqsat_backend
+    from eqsat_rules.compile import RuleError
 
     for rule, words in ((BIG_ID, "values differ"), (NEVER, "no instance")):
         with pytest.raises(RuleError) as info:
@@ -66,3 +79,26 @@ def test_a_rule_the_checker_cannot_test_is_refused_at_the_backend():
         assert "check=False" in str(info.value)
     assert [r.name for r in eqsat_backend(extra_rules=[BIG_IDEM]).options.extra_rules] == ["relu_idem_big"]
     assert [r.name for r in eqsat_backend(extra_rules=[NEVER], check=False).options.extra_rules] == ["relu_id_never"]
+
+
+def test_a_guard_that_admits_one_size_is_not_taken_as_checked():
+    """``x.shape[0] == x.shape[1] + 3`` meets only (4, 1) among dims 1-4, where this rule happens to
+    hold; it is wrong at (5, 2). The checker searches wider for distinct admitted sizes, and finds it."""
+    from eqsat_rules.dsl import permute, reshape
+
+    lucky = rewrite("permute_as_reshape", permute(x, [1, 0]), reshape(x, [x.shape[1], x.shape[0]]),
+                    when=[x.shape[0] == x.shape[1] + 3])
+    res = check(lucky)
+    assert not res.ok and res.problems[0].startswith("rule 'permute_as_reshape'"), res.problems
+    square = rewrite("permute_square_twice", permute(permute(x, [1, 0]), [1, 0]), x,
+                     when=[x.shape[0] == x.shape[1] + 3])
+    res = check(square)
+    assert res.ok and res.admitted >= 10, res
+
+
+def test_a_guard_no_search_widens_enough_is_refused():
+    """One size only, whatever the dims tried: refused with the reason (sound or not), not accepted
+    as checked."""
+    one = rewrite("relu_idem_at_one_size", relu(relu(x)), relu(x), when=[x.shape[0] == 4, x.shape.len() == 1])
+    (problem,) = check(one).problems
+    assert "fewer than 3 distinct sizes" in problem and "cannot check" in problem, problem

@@ -4,7 +4,9 @@ costs cannot see that fusion; the extractor's fusion search (``eqsat.extract.fus
 import pytest
 import torch
 
-from fx_bridge import eqsat_backend, inductor_metrics, torch_compat
+from eqsat_torch import eqsat_backend
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 from optimized import assert_no_fallback, assert_optimized
 
@@ -20,7 +22,7 @@ class TinyMLP(torch.nn.Module):
 
 
 def _run(model, *args, **opts):
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     backend = eqsat_backend(inner="eager", **opts)
     out = torch.compile(model, backend=backend)(*args)
     torch.testing.assert_close(out, model(*args), rtol=1e-5, atol=1e-5)
@@ -62,7 +64,7 @@ def test_training_gradients_match_eager():
     model, ref = TinyMLP(), TinyMLP()
     ref.load_state_dict(model.state_dict())
     x = torch.randn(128, 16)
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     backend = eqsat_backend(inner="eager")
     torch.compile(model, backend=backend)(x).sum().backward()
     ref(x).sum().backward()
@@ -76,7 +78,7 @@ def test_inductor_launches_drop_on_cpu():
     model, x = TinyMLP(), torch.randn(256, 16)
     launches = {}
     for name in ("inductor", "eqsat"):
-        torch_compat.reset_dynamo()
+        compat.reset_dynamo()
         with inductor_metrics.capture_output_code() as codes:
             out = torch.compile(model, backend=name)(x)
         torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)

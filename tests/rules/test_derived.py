@@ -1,11 +1,11 @@
-"""The derived int-list functions computed by egglog agree with their Python twins (``rules.derived``),
+"""The derived int-list functions computed by egglog agree with their Python twins (``eqsat_rules.derived``),
 including the doubling ``repeat``, the running-sum ``offset`` and ``lead-perm``."""
 import pytest
 
 from eqsat.egraph import Budget, Session
 from eqsat.rule import Rule
 from eqsat.schema import ANALYSIS
-from rules.derived import DERIVED
+from eqsat_rules.derived import DERIVED
 
 from egraph_case import vec
 

@@ -3,13 +3,27 @@ import types
 
 import pytest
 
-import rules
+import eqsat_rules
 from eqsat import to_egglog
 from eqsat.rulelang import Clause
-from rules.__main__ import main
-from rules.compile import RuleError
-from rules.dsl import (birewrite, cat, eq, ints, ivec, narrow, opkey, pieces, relu, rewrite, split,
-                       tensor, tlist, unary)
+from eqsat_rules.__main__ import main
+from eqsat_rules.compile import RuleError
+from eqsat_rules.dsl import (
+    birewrite,
+    cat,
+    eq,
+    ints,
+    ivec,
+    narrow,
+    opkey,
+    pieces,
+    relu,
+    rewrite,
+    split,
+    tensor,
+    tlist,
+    unary,
+)
 
 x, y = tensor("x"), tensor("y")
 d, a, n, e = ints("d a n e")
@@ -39,7 +53,7 @@ def test_given_terms_bind_what_the_pattern_cannot_reach():
     (cmd,) = _text(rewrite("g", S[a], split(x, t, d)[i], when=[a < i], given=[piece]).compile())
     assert "(= _given0 (Split (Get (Split x s d) i) t d))" in cmd and "(< a i)" in cmd
     with pytest.raises(RuleError, match="one direction only"):
-        rules.dsl.DslRule("g", S[a], S[a], given=[piece], bidirectional=True)
+        eqsat_rules.dsl.DslRule("g", S[a], S[a], given=[piece], bidirectional=True)
 
 
 def test_guards_and_shapes_become_query_facts():
@@ -58,7 +72,7 @@ def test_doc_reads_like_the_math():
 def test_bidirectional_compiles_both_ways():
     r = birewrite("relu_narrow", narrow(relu(x), d, a, n), relu(narrow(x, d, a, n)))
     assert len(r.compile().clauses) == 2
-    assert rules.check(r).ok
+    assert eqsat_rules.check(r).ok
 
 
 def test_a_comparison_is_not_a_bool():
@@ -80,30 +94,30 @@ def test_list_pattern_cannot_be_a_replacement():
 ])
 def test_register_refuses_malformed_rules(rule, message):
     with pytest.raises(RuleError, match=message):
-        rules.register(rule)
-    assert rule.name not in {r.name for r in rules.all_rules()}
+        eqsat_rules.register(rule)
+    assert rule.name not in {r.name for r in eqsat_rules.all_rules()}
 
 
 def test_register_a_module_and_see_it_listed(capsys):
     f = opkey("f")
     mod = types.ModuleType("my_rules")
     mod.RULES = [rewrite("my_narrow_unary", narrow(unary(f, x), d, a, n), unary(f, narrow(x, d, a, n)))]
-    rules.register(mod)
+    eqsat_rules.register(mod)
     try:
-        assert "my_narrow_unary" in {r.name for r in rules.select()}
-        assert "my_narrow_unary" not in {r.name for r in rules.select(disabled=["my_narrow_unary"])}
+        assert "my_narrow_unary" in {r.name for r in eqsat_rules.select()}
+        assert "my_narrow_unary" not in {r.name for r in eqsat_rules.select(disabled=["my_narrow_unary"])}
         with pytest.raises(RuleError, match="already taken"):
-            rules.register(mod)
+            eqsat_rules.register(mod)
         assert main(["list"]) == 0
         out = capsys.readouterr().out
         assert "my_narrow_unary" in out and "cat_split_all" in out and "split_cat" in out
     finally:
-        rules.unregister("my_narrow_unary")
+        eqsat_rules.unregister("my_narrow_unary")
 
 
 def test_select_compiles_dsl_rules_passed_as_extra():
     r = rewrite("extra_rule", relu(relu(x)), relu(x))
-    chosen = rules.select(families=["split_cat"], extra=[r])
+    chosen = eqsat_rules.select(families=["split_cat"], extra=[r])
     assert {c.family for c in chosen} == {"split_cat", "user"}
     assert "extra_rule" in {c.name for c in chosen}
 
@@ -136,7 +150,7 @@ def test_the_compiler_prints_names_as_data():
     from eqsat.egraph import Budget, Session
     from eqsat.rulelang import TENSOR, Relation, Var, rule as clause
     from eqsat.terms import Term
-    from rules.library import shape_rules
+    from eqsat_rules.library import shape_rules
 
     c = clause(Relation("R", (TENSOR,))(x)).then()
     for bad in (lambda: to_egglog.clause(c, INJECTED), lambda: to_egglog.ruleset(INJECTED),
@@ -161,7 +175,7 @@ def test_variable_names_must_be_identifiers():
 @pytest.mark.parametrize("family", ["analysis", "seed", "shape", "Narrow", "repeat"])
 def test_a_user_family_cannot_take_a_name_the_engine_declares(family):
     """A ruleset shadowing a constructor, function or the engine's own rulesets would break every compile."""
-    from rules.library import register, unregister
+    from eqsat_rules.library import register, unregister
     try:
         with pytest.raises(RuleError, match=f"family {family!r}"):
             register(rewrite("fam_taken", relu(relu(x)), relu(x), family=family), check=False)
@@ -170,13 +184,13 @@ def test_a_user_family_cannot_take_a_name_the_engine_declares(family):
 
 
 def test_every_pointwise_row_has_a_builder_a_reader_can_see():
-    """The pointwise builders are ``def``s of ``rules.dsl`` with one parameter per operand (not made by
+    """The pointwise builders are ``def``s of ``eqsat_rules.dsl`` with one parameter per operand (not made by
     ``globals().update``): an editor finds them and a call with the wrong arity fails where it is
     written. A built-in row without one is named with the line to add."""
     import inspect
 
     from eqsat import ops
-    from rules import dsl
+    from eqsat_rules import dsl
 
     source = inspect.getsource(dsl)
     names = {1: "x", 2: "x, y", 3: "a, b, c"}

@@ -1,10 +1,12 @@
 """Rules end to end: through fx_bridge on real FX graphs, outputs compared with eager."""
 import torch
 
-import rules
-from fx_bridge import eqsat_backend, inductor_metrics, last_reports, optimize, torch_compat
+import eqsat_rules
+from eqsat_torch import eqsat_backend, last_reports, optimize
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 from optimized import assert_optimized
-from rules.dsl import add, ints, mm, narrow, relu, rewrite, tensor
+from eqsat_rules.dsl import add, ints, mm, narrow, relu, rewrite, tensor
 
 
 class OptimusPatterns(torch.nn.Module):
@@ -35,7 +37,7 @@ def test_optimus_patterns_rewrite_and_match_eager():
 
 def test_disabled_family_does_not_fire():
     x = torch.randn(4, 12)
-    split_cat = {r.name for r in rules.builtin_rules() if r.family == "split_cat"}
+    split_cat = {r.name for r in eqsat_rules.builtin_rules() if r.family == "split_cat"}
     new, report = optimize(torch.fx.symbolic_trace(OptimusPatterns()), [x], {"disabled": ["split_cat"]})
     assert not split_cat & set(report.rules_fired) and not split_cat & set(report.rules_used), report.summary()
     assert torch.stack in _ops(new), "the unbind-stack only split_cat removes is still there"
@@ -61,19 +63,19 @@ class ThreeProjections(torch.nn.Module):
 def test_user_rule_fires_with_backend_eqsat_and_changes_kernel_count():
     # The user's rule, registered in one call:
     a, b, c = tensor("a b c")
-    rules.register(rewrite("mm_distribute", add(mm(a, b), mm(a, c)), mm(a, add(b, c)), when=[b.shape == c.shape]))
+    eqsat_rules.register(rewrite("mm_distribute", add(mm(a, b), mm(a, c)), mm(a, add(b, c)), when=[b.shape == c.shape]))
     # ...and a model compiled with the default eqsat backend.
     # (inner dim 64: decompose_mm, which needs inner and output dims < 32, stays out of the way)
     args = [torch.randn(8, 64)] + [torch.randn(64, 4) for _ in range(3)]
     try:
         kernels = {}
         for backend in ("inductor", "eqsat"):
-            torch_compat.reset_dynamo()
+            compat.reset_dynamo()
             inductor_metrics.reset()
             out = torch.compile(ThreeProjections(), backend=backend)(*args)
             torch.testing.assert_close(out, ThreeProjections()(*args), rtol=1e-4, atol=1e-4)
             kernels[backend] = inductor_metrics.kernel_counts()["total"]
     finally:
-        rules.unregister("mm_distribute")
+        eqsat_rules.unregister("mm_distribute")
     assert_optimized(last_reports()[-1], "mm_distribute")
     assert kernels["eqsat"] < kernels["inductor"], kernels

@@ -1,4 +1,4 @@
-"""head_split_copy and transpose_out_of_copy (rules.algebra): attention's per-piece copies of q/k/v
+"""head_split_copy and transpose_out_of_copy (eqsat_rules.algebra): attention's per-piece copies of q/k/v
 become selects of one copy of the whole projection, and near misses are left alone.
 
 ``$a`` is a (B, T, 3C) = (2, 3, 12) projection, ``$b`` the same as (B·T, 3C) = (6, 12); n = 3 pieces of

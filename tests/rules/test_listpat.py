@@ -45,7 +45,7 @@ def test_a_list_has_one_row_however_many_ways_its_elements_match():
 
 def test_the_pick_is_the_same_every_run():
     """The walk keeps the first match found: egglog runs the same commands the same way, so the same
-    e-graph (tests/scale/test_determinism.py checks whole compiles)."""
+    e-graph (tests/fx_bridge/scale/test_determinism.py checks whole compiles)."""
     sizes = []
     for _ in range(2):
         g = _commuted_cat()

@@ -3,7 +3,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fx_bridge import optimize
+from eqsat_torch import optimize
 from optimized import assert_optimized
 
 

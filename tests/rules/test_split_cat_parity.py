@@ -15,7 +15,9 @@ from bench.models.parity import (
     two_splits_interleaved, unbind_cat_runs_other_dim, unbind_cat_with_others, unbind_stack_runs_last_dim,
     unbind_stack_with_others, unequal_split_multiple_outputs, Program)
 from egraph_case import Case, pieces, tl, vec
-from fx_bridge import eqsat_backend, inductor_metrics, torch_compat
+from eqsat_torch import eqsat_backend
+from bench import inductor_metrics
+from eqsat_torch.inductor import compat
 
 
 # (program, rules that must be used)
@@ -67,7 +69,7 @@ def _outputs(out):
 
 def _loop_nests(mode, f, xs):
     """Inductor's CPU kernel counter (loop nests) for ``f`` compiled in bench mode ``mode``."""
-    torch_compat.reset_dynamo()
+    compat.reset_dynamo()
     inductor_metrics.reset()
     with torch.no_grad(), inductor_metrics.inductor_config_patch(mode):
         out = compile_model(mode, Program(f)).fn(*xs)

@@ -7,7 +7,7 @@ Run eagerly it equals the original model's graph (max error 2e-7); ``torch.compi
 default options) of this graph differs from its eager run by ~0.75 on random inputs. Its output is
 ``fc1(layer_norm(...))`` of the encoder's second layer; the same graph returning the layer norm
 itself compiles right. eqsat stacks each operand of a batched matmul once
-(``rules.batch.BatchRule.distinct``), so it never emits this program.
+(``eqsat_rules.batch.BatchRule.distinct``), so it never emits this program.
 
     python docs/upstream/inductor_stacked_repeat/run.py
 """

@@ -1,0 +1,1 @@
+"""mend_corpus: see docs/architecture.md."""

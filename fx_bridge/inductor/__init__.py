@@ -1,0 +1,1 @@
+"""inductor: see docs/architecture.md."""

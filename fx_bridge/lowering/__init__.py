@@ -1,0 +1,1 @@
+"""lowering: see docs/architecture.md."""

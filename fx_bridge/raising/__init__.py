@@ -1,0 +1,1 @@
+"""raising: see docs/architecture.md."""

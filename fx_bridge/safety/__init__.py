@@ -1,0 +1,1 @@
+"""safety: see docs/architecture.md."""

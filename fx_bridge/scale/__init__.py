@@ -1,0 +1,1 @@
+"""scale: see docs/architecture.md."""

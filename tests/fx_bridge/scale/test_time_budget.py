@@ -1,0 +1,193 @@
+"""``seconds=`` bounds the whole optimizer, and what it stops with is correct and no costlier.
+
+The wide split→sigmoid→cat on 2,048 pieces (with its horizontal candidates) takes ~6 s to lower,
+build, saturate and extract on this 2-core box idle, and two to three times that under a full test
+run's load. A fixed budget either let it finish or cut it before its first iteration, depending on the
+load; so the budget follows the phases of the uncut run just made in the same process: the optimizer
+must stop on time, keep the rewrites found so far (anytime), and extract the best program among them.
+"""
+import time
+
+import pytest
+import torch
+
+from bench.scripts.pipeline_scale import split_pointwise_cat
+from eqsat.cost import CostModel
+from eqsat.driver import EXTRACT_SHARE
+from eqsat_torch import optimize
+from eqsat_torch.inductor import compat
+from eqsat_torch.lowering.lower import lower
+from eqsat_torch.options import Options
+from eqsat_torch.pipeline import build
+
+# The budgeted run should stop halfway through the uncut run's rewriting: between the end of the input's
+# analysis (the first iteration's rewrites, cat_split_all among them, are found right after it and kept
+# even when the clock stops the analysis that follows) and saturation. A share of the whole uncut run
+# (0.85) stopped it nowhere once building got faster: saturation ended before 75 % of that budget.
+# Halfway (0.5) left too little margin once the build got faster again (clean-clone CI with two xdist
+# workers: a budget of 1.40 s against an uncut run of 1.37 s); a quarter of the way keeps the premise.
+REWRITING_SHARE = 0.25
+
+
+def _size_reads(monkeypatch) -> list[float]:
+    """perf_counter() at each e-graph size the saturation reads: after the input's analysis, then
+    after each iteration."""
+    from eqsat.egraph import Session
+
+    reads, size = [], Session.size
+    monkeypatch.setattr(Session, "size", lambda self: reads.append(time.perf_counter()) or size(self))
+    return reads
+
+
+def _slack(seconds: float) -> float:
+    return 0.1 * seconds + 0.5  # 10 %, plus one egglog command that cannot be interrupted
+
+
+def _price(gm, inputs) -> float:
+    """The program cost of ``gm`` as written, lowered and priced afresh (no rules)."""
+    gm = torch.fx.GraphModule(gm, gm.graph)
+    compat.propagate_fake(gm, inputs)
+    for n in gm.graph.nodes:
+        n.meta["example_value"] = n.meta.get("val")
+    cost = CostModel.for_device("cpu")
+    return build(lower(gm, inputs), [], Options(), cost).before.cost
+
+
+@pytest.mark.slow  # timing-dependent: the budget follows this machine's speed, measured just before
+@pytest.mark.full  # out of CI: since split/cat units, the graph often saturates before the derived budget
+def test_seconds_bounds_a_graph_that_takes_longer_and_the_partial_result_is_correct(monkeypatch):
+    gm, inputs = split_pointwise_cat(2048, identity_cat=True)
+    expected = gm(*inputs)
+    reads = _size_reads(monkeypatch)
+    t0 = time.perf_counter()
+    _, uncut = optimize(gm, inputs, {"seconds": 120.0})
+    uncut_seconds = time.perf_counter() - t0
+    assert uncut.stop_reason == "saturated" and len(reads) > 2, uncut.summary()
+    stop_at = (reads[0] - t0) + REWRITING_SHARE * (reads[-1] - reads[0])
+    seconds = stop_at / (1 - EXTRACT_SHARE)  # building and saturating stop at 1 - EXTRACT_SHARE of it
+    assert seconds < uncut_seconds, (seconds, uncut.phase_seconds)
+    t0 = time.perf_counter()
+    new_gm, report = optimize(gm, inputs, {"seconds": seconds})
+    elapsed = time.perf_counter() - t0
+    assert elapsed <= seconds + _slack(seconds), (elapsed, seconds, report.phase_seconds)
+    assert report.stop_reason.startswith("time budget ("), report.stop_reason
+    assert report.peak_rss_mb > 0
+    # anytime: the rewrite found before the budget ran out is kept, not thrown away
+    assert report.changed and "cat_split_all" in report.rules_used, report.summary()
+    torch.testing.assert_close(new_gm(*inputs), expected)
+    assert _price(new_gm, inputs) < _price(gm, inputs)
+
+
+# 1.5 s for 8,192 pieces: lowering alone (which cannot stop) takes about a third of it. A 0.3 s case on
+# 2,048 pieces was dropped: lowering took 0.2-0.4 s alone and 1.44 s once late in a full suite, so it
+# timed lowering, not the budget.
+@pytest.mark.slow  # timing-dependent: a clean clone's CI run under load overshot by 0.14 s (build 1.3 s)
+@pytest.mark.parametrize("seconds, pieces", [(1.5, 8192)])
+def test_a_budget_too_short_for_the_whole_graph_stops_in_time_with_a_right_program(seconds, pieces):
+    """Too short to build the whole graph: the compile stops within the budget and keeps either the
+    input or, where split/cat units finished first (``fx_bridge/scale/clusters.py``, anytime), their
+    result, which computes what the input does and costs no more."""
+    gm, inputs = split_pointwise_cat(pieces)
+    expected = gm(*inputs)
+    t0 = time.perf_counter()
+    new_gm, report = optimize(gm, inputs, {"seconds": seconds})
+    elapsed = time.perf_counter() - t0
+    assert elapsed <= seconds + _slack(seconds), (elapsed, report.phase_seconds)
+    assert report.stop_reason.startswith("time budget ("), report.stop_reason
+    if new_gm is gm:
+        assert not report.changed
+    else:
+        torch.testing.assert_close(new_gm(*inputs), expected)
+        assert _price(new_gm, inputs) <= _price(gm, inputs)
+
+
+def test_horizontal_candidates_of_a_wide_split_are_linear_text():
+    """The fused form's split is bound once, not spelled out (with all n sizes) in each of n pairs."""
+    from eqsat_rules.batch_groups import batch_unions
+
+    sizes = {}
+    for pieces in (128, 512):
+        gm, inputs = split_pointwise_cat(pieces)
+        unions = batch_unions(lower(gm, inputs))
+        assert unions.counts, "the sigmoids are a batch-fusion group"
+        sizes[pieces] = sum(len(c) for c in unions.program.commands)
+    assert sizes[512] < 6 * sizes[128], sizes
+
+
+def test_an_allowance_is_spent_by_what_each_pass_used_not_by_the_time_between():
+    from eqsat.deadline import Allowance
+
+    allowance = Allowance(5.0)
+    with allowance.deadline() as first:
+        time.sleep(0.2)
+    time.sleep(0.3)  # the user's forward runs here, before the backward is compiled
+    spent = allowance.spent
+    with allowance.deadline() as second:
+        pass
+    assert first.seconds == 5.0
+    assert 0.2 <= spent < 0.3 and second.seconds == pytest.approx(5.0 - spent), (spent, second.seconds)
+
+
+def test_a_training_compile_spends_seconds_once_across_its_three_graphs(uncached_inductor):
+    """The Dynamo graph, then AOT's forward and backward graphs draw from one allowance: each later
+    pass may only use what the earlier ones left (it used to get ``seconds=`` each: 3x in all)."""
+    from eqsat_torch import eqsat_backend
+
+    def step(w):
+        return torch.cat([p.sigmoid() * 2 for p in torch.split(w, 1, 1)], 1).sum()
+
+    backend = eqsat_backend(seconds=30.0)
+    w = torch.randn(8, 16, requires_grad=True)
+    torch.compile(step, backend=backend)(w).backward()
+    passes = backend.reports + backend.post_grad_reports
+    assert len(passes) == 3, [r.summary() for r in passes]
+    left = 30.0
+    for r in passes:
+        assert r.budget_seconds <= left + 1e-6, (r.budget_seconds, left)
+        left = r.budget_seconds - r.optimizer_seconds
+    assert passes[0].budget_seconds == 30.0
+    assert sum(r.optimizer_seconds for r in passes) <= 30.0
+
+
+def test_a_phase_that_cannot_stop_is_priced_before_it_starts():
+    """``Deadline.affords`` prices a phase from its node count (``eqsat.budget.price``), remembers the
+    phase that did not fit and says why in the report's words."""
+    from eqsat.budget import price
+    from eqsat.deadline import Deadline
+
+    deadline = Deadline(1.0)
+    assert deadline.affords("raise", 100) and not deadline.hit
+    assert not deadline.affords("units", int(2.0 / price("units", 1))) and deadline.hit == "units"
+    assert deadline.why_not("units", 10_000).startswith("budget: units of 10000 nodes is priced ")
+
+
+@pytest.mark.parametrize("pieces", [2048, 4096])  # whole (4,098 nodes), and by split/cat units (8,194)
+def test_a_tiny_budget_holds_on_a_mid_size_graph(pieces):
+    """``seconds=0.01`` on thousands of nodes: lowering (and cutting units) cannot stop once started
+    and take far longer, so they are skipped before they start; the promise is seconds + 10 % + 50 ms
+    (it used to take 0.15-0.6 s: the overrun grew with the graph)."""
+    gm, inputs = split_pointwise_cat(pieces)
+    optimize(*split_pointwise_cat(8), {"seconds": 5.0})  # imports and first-call set-up are not the budget's
+    t0 = time.perf_counter()
+    new_gm, report = optimize(gm, inputs, {"seconds": 0.01})
+    elapsed = time.perf_counter() - t0
+    assert elapsed <= 0.01 * 1.1 + 0.05, (elapsed, report.phase_seconds, report.notes)
+    assert new_gm is gm and not report.changed
+    assert report.stop_reason.startswith("time budget (") and any(n.startswith("budget: ") for n in report.notes), report
+
+
+def test_the_post_grad_pass_is_skipped_when_copying_its_body_out_does_not_fit():
+    """Taking the body out of an Aten graph and splicing it back cannot stop: with too little of the
+    compile's allowance left the pass keeps the graph as it is, before copying anything."""
+    from eqsat.deadline import Allowance
+    from eqsat_torch.inductor.post_grad import optimize_graph_in_place
+
+    gm, _ = split_pointwise_cat(2048)
+    before = [n.format_node() for n in gm.graph.nodes]
+    optimize_graph_in_place(split_pointwise_cat(8)[0].graph, Options(), Allowance(0.01))  # first-call set-up
+    allowance = Allowance(0.01)
+    t0 = time.perf_counter()
+    report = optimize_graph_in_place(gm.graph, Options(), allowance)
+    assert time.perf_counter() - t0 <= 0.01 * 1.1 + 0.05
+    assert report.stop_reason == "time budget (splice)" and report.notes[0].startswith("budget: the post-grad pass")
+    assert [n.format_node() for n in gm.graph.nodes] == before and not report.changed

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from fx_bridge.options import Options
-from fx_bridge.report import Report
+from eqsat_torch.options import Options
+from eqsat_torch.report import Report
 
 REFERENCE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "reference.md"
 ROW = re.compile(r"^\| `([A-Za-z_][A-Za-z0-9_]*)` \|", re.M)

@@ -40,7 +40,9 @@ from eqsat_torch.lowering.autocast import drop_noop_autocast
 from eqsat_torch.scale.clusters import optimize_clusters
 from eqsat_torch.safety.context import Context, switched_off
 from eqsat_torch.safety.functionalize import functionalize_intermediates
-from eqsat_torch.lowering.lower import Lowered, Unsupported, lower, random_nodes, refuse_functorch
+from eqsat_torch.lowering.lower import lower, refuse_functorch
+from eqsat_torch.lowering.lowered import Lowered, Unsupported
+from eqsat_torch.lowering.random_nodes import random_nodes
 from eqsat_torch.options import Options, device_of
 from eqsat_torch.scale.regions import REGION_NODES, optimize_regions, windows
 from eqsat_torch.raising.raising import raise_graph, refresh_fake_values

@@ -11,6 +11,7 @@ rank 0, or size 1 along the sliced dim at equal rank (it then broadcasts to ever
 from functools import lru_cache
 
 from eqsat import ops
+from eqsat.ops import Ctor
 from eqsat.rule import Rule
 from eqsat.rulelang import INT, IVEC, STR, TENSOR, TLIST, Relation, Var, cons, nil, rule, union, variables
 
@@ -194,7 +195,7 @@ CAT_FLATTEN = Rule(
     (rule(*_INNER).then(AppendDemand(m_l, r_l)),
      rule(*_INNER, Appended(m_l, r_l, o_l)).then(union(c_t, cat(o_l, d)))),
     APPEND,
-    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
+    rewrites=(frozenset({Ctor.CAT}), frozenset({Ctor.CAT})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 ALGEBRA_HAND = [CAT_FLATTEN]

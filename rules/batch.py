@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Callable
 
 from eqsat import ops
+from eqsat.ops import Ctor
 from eqsat.rule import Rule
 from eqsat.terms import Term
 
@@ -74,13 +75,13 @@ class BatchRule:
 
 def _unary_row(name: str, rule: str) -> BatchRule:
     return BatchRule(rule, f"independent {name} of equal attributes, shape and dtype → stack, one {name}, unbind",
-                     ("Unary",), match_unary, build_unary, op=name)
+                     (Ctor.UNARY,), match_unary, build_unary, op=name)
 
 
 def _binary_row(name: str, rule: str) -> BatchRule:
     return BatchRule(rule, f"independent {name} of equal attributes and operand shapes/dtypes; a shared operand"
                            f" is broadcast, not stacked → stack, one {name}, unbind",
-                     ("Binary",), match_binary, build_binary, op=name)
+                     (Ctor.BINARY,), match_binary, build_binary, op=name)
 
 
 @lru_cache(maxsize=4)
@@ -89,27 +90,27 @@ def _rows(version: int) -> tuple[BatchRule, ...]:
     return (
         BatchRule("batch_linear", "independent linears with equal input/weight/bias shapes and dtypes"
                   " → stack inputs and weights, one bmm (baddbmm with biases), unbind",
-                  ("Linear",), match_batch_linear, build_batch_linear, distinct=input_operand),
+                  (Ctor.LINEAR,), match_batch_linear, build_batch_linear, distinct=input_operand),
         BatchRule("group_linear", "independent linears of different shapes on distinct inputs (same leading dims"
                   " and float dtype) → zero-pad inputs and weights to the largest K and N, stack, one bmm, narrow"
                   " each output to its N, add its bias",
-                  ("Linear",), match_group_linear, build_group_linear, distinct=input_operand, admits=shapes_differ),
+                  (Ctor.LINEAR,), match_group_linear, build_group_linear, distinct=input_operand, admits=shapes_differ),
         BatchRule("batch_mm", "independent mm/addmm of equal shapes (the Aten form of linear after AOTAutograd)"
                   " → stack operands, one bmm/baddbmm, unbind",
-                  ("Mm", "Addmm"), match_batch_mm, build_batch_mm, distinct=all_operands),
+                  (Ctor.MM, Ctor.ADDMM), match_batch_mm, build_batch_mm, distinct=all_operands),
         BatchRule("batch_linear_lhs", "linears (or mm/addmm) reading the same input, any output widths"
                   " → concatenate weights (and biases), one linear/mm/addmm, split the output",
-                  ("Linear", "Mm", "Addmm"), match_linear_lhs, build_linear_lhs),
+                  (Ctor.LINEAR, Ctor.MM, Ctor.ADDMM), match_linear_lhs, build_linear_lhs),
         BatchRule("batch_layernorm", "independent layer_norms with equal shapes, normalized_shape, eps, affine"
                   " → stack, one layer_norm without affine, multiply/add the stacked affine, unbind",
-                  ("LayerNorm",), match_layernorm, build_layernorm),
-        *(_unary_row(op.name, op.batch) for op in named if op.ctor == "Unary"),
+                  (Ctor.LAYER_NORM,), match_layernorm, build_layernorm),
+        *(_unary_row(op.name, op.batch) for op in named if op.ctor == Ctor.UNARY),
         # detach is a key with no registry row (``eqsat.ops.FREE_UNARIES``)
         _unary_row("detach", "batch_detach"),
         BatchRule("batch_unary", "any other pointwise unary op, equal attributes, shape and dtype"
-                  " → stack, one op, unbind", ("Unary",), match_unary, build_unary),
-        *(_binary_row(op.name, op.batch) for op in named if op.ctor == "Binary"),
-        BatchRule("batch_binary", "any other pointwise binary op, as batch_add", ("Binary",), match_binary,
+                  " → stack, one op, unbind", (Ctor.UNARY,), match_unary, build_unary),
+        *(_binary_row(op.name, op.batch) for op in named if op.ctor == Ctor.BINARY),
+        BatchRule("batch_binary", "any other pointwise binary op, as batch_add", (Ctor.BINARY,), match_binary,
                   build_binary),
     )
 

@@ -12,7 +12,7 @@ cost model, so a group of two tiny ops stays unfused. The stacks and unbinds the
 ordinary ``Stack``/``Split``/``Squeeze`` terms that the split_cat rules cancel against neighbouring
 splits and stacks. Matching is on terms, so Torch-IR (``linear``) and Aten-IR (``mm``/``addmm``)
 graphs are covered by the same code. The lowered program is read through :class:`LoweredTerms`
-(``eqsat_torch.lowering.lower.Lowered`` is one), so this layer imports no torch.
+(``eqsat_torch.lowering.lowered.Lowered`` is one), so this layer imports no torch.
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Collection, Hashable, Iterator, Mapping, Protocol, Sequence
 
-from eqsat.ops import CTOR_CATEGORY, Category
+from eqsat.ops import CTOR_CATEGORY, Category, Ctor
 from eqsat.sizes import SizeTable, product
 from eqsat.terms import IVec, Ref, Term, TList
 
-NONE = Term("NoneT", ())
+NONE = Term(Ctor.NONE, ())
 
 
 class SizeEncoding(Protocol):
@@ -64,7 +64,7 @@ class Ctx:
 
     def is_none(self, r: Ref) -> bool:
         t = self.term(r)
-        return t is not None and t.ctor == "NoneT"
+        return t is not None and t.ctor == Ctor.NONE
 
     def rows(self, shape: Sequence[int]) -> int | None:
         """The product of leading dims (a flatten's size); None when two of them are symbolic."""
@@ -121,26 +121,26 @@ _EPILOGUE_USERS = {Category.POINTWISE, Category.COPY, Category.REDUCTION, Catego
 
 # -- term builders -----------------------------------------------------------------------------------
 def _stack(xs: Sequence, d: int = 0) -> Term:
-    return Term("Stack", (TList(tuple(xs)), d))
+    return Term(Ctor.STACK, (TList(tuple(xs)), d))
 
 
 def _cat(xs: Sequence, d: int) -> Term:
-    return Term("Cat", (TList(tuple(xs)), d))
+    return Term(Ctor.CAT, (TList(tuple(xs)), d))
 
 
 def _view(x, shape: Sequence[int]) -> Term:
-    return Term("View", (x, IVec(tuple(shape))))
+    return Term(Ctor.VIEW, (x, IVec(tuple(shape))))
 
 
 def _unbind(y: Ref, n: int, d: int = 0) -> list[Term]:
     """``y.unbind(d)`` spelled the way lowering spells it, so the split_cat rules see it."""
-    tup = Term("Split", (y, IVec((1,) * n), d))
-    return [Term("Squeeze", (Term("Get", (tup, i)), d)) for i in range(n)]
+    tup = Term(Ctor.SPLIT, (y, IVec((1,) * n), d))
+    return [Term(Ctor.SQUEEZE, (Term(Ctor.GET, (tup, i)), d)) for i in range(n)]
 
 
 def _split(y: Ref, sizes: Sequence[int], d: int) -> list[Term]:
-    tup = Term("Split", (y, IVec(tuple(sizes)), d))
-    return [Term("Get", (tup, i)) for i in range(len(sizes))]
+    tup = Term(Ctor.SPLIT, (y, IVec(tuple(sizes)), d))
+    return [Term(Ctor.GET, (tup, i)) for i in range(len(sizes))]
 
 
 def _stack_at(ctx: Ctx, xs: Sequence[Ref], rank: int, d: int) -> Term:
@@ -172,19 +172,19 @@ def build_batch_linear(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = Non
     n, xshape = len(ts), ctx.shape(xs[0])
     k, out = xshape[-1], ctx.shape(ws[0])[0]
     x = _stack(xs) if len(xshape) == 2 else _view(_stack(xs), (n, ctx.rows(xshape[:-1]), k))
-    w = Term("Permute", (_stack(ws), IVec((0, 2, 1))))
+    w = Term(Ctor.PERMUTE, (_stack(ws), IVec((0, 2, 1))))
     shaped = (lambda p: p) if len(xshape) == 2 else (lambda p: _view(p, xshape[:-1] + (out,)))
-    products = [shaped(p) for p in _unbind(bind(Term("Bmm", (x, w))), n)]
+    products = [shaped(p) for p in _unbind(bind(Term(Ctor.BMM, (x, w))), n)]
     if ctx.is_none(bs[0]):
         return products
     # with biases: one baddbmm of the stacked biases, or each product plus its own bias, which costs
     # no stack of the biases (a copy per bias where weights are runtime values) and fuses with its users
-    summed = [shaped(p) for p in _unbind(bind(Term("Baddbmm", (Term("Unsqueeze", (_stack(bs), 1)), x, w))), n)]
-    return [[s, Term("Binary", ("add", p, b))] for s, p, b in zip(summed, products, bs)]
+    summed = [shaped(p) for p in _unbind(bind(Term(Ctor.BADDBMM, (Term(Ctor.UNSQUEEZE, (_stack(bs), 1)), x, w))), n)]
+    return [[s, Term(Ctor.BINARY, ("add", p, b))] for s, p, b in zip(summed, products, bs)]
 
 
 def _pad(x, pads: Sequence[int]) -> object:
-    return Term("Pad", (x, IVec(tuple(pads)))) if any(pads) else x
+    return Term(Ctor.PAD, (x, IVec(tuple(pads)))) if any(pads) else x
 
 
 def build_group_linear(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = None) -> list:
@@ -197,13 +197,13 @@ def build_group_linear(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = Non
     x = _stack([_pad(x if len(lead) == 1 else _view(x, (ctx.rows(lead), ctx.shape(x)[-1])),
                      (0, k_max - ctx.shape(x)[-1])) for x in xs])
     w = _stack([_pad(w, (0, k_max - ctx.shape(w)[1], 0, n_max - ctx.shape(w)[0])) for w in ws])
-    pieces = _unbind(bind(Term("Bmm", (x, Term("Permute", (w, IVec((0, 2, 1))))))), len(ts))
+    pieces = _unbind(bind(Term(Ctor.BMM, (x, Term(Ctor.PERMUTE, (w, IVec((0, 2, 1))))))), len(ts))
     out = []
     for p, w, b in zip(pieces, ws, bs):
         n = ctx.shape(w)[0]
-        y = p if n == n_max else Term("Narrow", (p, 1, 0, n))
+        y = p if n == n_max else Term(Ctor.NARROW, (p, 1, 0, n))
         y = y if len(lead) == 1 else _view(y, lead + (n,))
-        out.append(y if ctx.is_none(b) else Term("Binary", ("add", y, b)))
+        out.append(y if ctx.is_none(b) else Term(Ctor.BINARY, ("add", y, b)))
     return out
 
 
@@ -215,37 +215,37 @@ def _build_linear_lhs(ctx: Ctx, ts: list[Term], bind: Bind, epilogue: bool) -> l
     x = ts[0].args[0]
     _, ws, bs = zip(*(t.args for t in ts))
     bias = NONE if epilogue or ctx.is_none(bs[0]) else _cat(bs, 0)
-    y = bind(Term("Linear", (x, _cat(ws, 0), bias)))
+    y = bind(Term(Ctor.LINEAR, (x, _cat(ws, 0), bias)))
     pieces = _split(y, [ctx.shape(w)[0] for w in ws], len(ctx.shape(x)) - 1)
-    return [Term("Binary", ("add", p, b)) for p, b in zip(pieces, bs)] if epilogue else pieces
+    return [Term(Ctor.BINARY, ("add", p, b)) for p, b in zip(pieces, bs)] if epilogue else pieces
 
 
 def _build_mm_lhs(ctx: Ctx, ts: list[Term], bind: Bind, epilogue: bool) -> list[Term]:
     """The Aten spelling of ``_build_linear_lhs``: ``mm``s, or ``addmm``s as one ``addmm`` on the
     concatenated biases or (``epilogue``) one ``mm`` whose pieces add their own."""
     x, ws = ts[0].args[-2], [t.args[-1] for t in ts]
-    cs = [t.args[0] for t in ts] if ts[0].ctor == "Addmm" else []
+    cs = [t.args[0] for t in ts] if ts[0].ctor == Ctor.ADDMM else []
     if cs and not epilogue:
-        y = bind(Term("Addmm", (_cat(cs, len(ctx.shape(cs[0])) - 1), x, _cat(ws, 1))))
+        y = bind(Term(Ctor.ADDMM, (_cat(cs, len(ctx.shape(cs[0])) - 1), x, _cat(ws, 1))))
     else:
-        y = bind(Term("Mm", (x, _cat(ws, 1))))
+        y = bind(Term(Ctor.MM, (x, _cat(ws, 1))))
     pieces = _split(y, [ctx.shape(w)[1] for w in ws], 1)
-    return [Term("Binary", ("add", p, c)) for p, c in zip(pieces, cs)] if epilogue else pieces
+    return [Term(Ctor.BINARY, ("add", p, c)) for p, c in zip(pieces, cs)] if epilogue else pieces
 
 
 def build_linear_lhs(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable) -> list[Term]:
     """``batch_linear_lhs``: the key's first entry says the spelling and whether biases are epilogues."""
-    build = _build_linear_lhs if ts[0].ctor == "Linear" else _build_mm_lhs
+    build = _build_linear_lhs if ts[0].ctor == Ctor.LINEAR else _build_mm_lhs
     return build(ctx, ts, bind, epilogue=key[0].endswith(EPILOGUE))
 
 
 def build_batch_mm(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = None) -> list:
-    if ts[0].ctor == "Mm":
+    if ts[0].ctor == Ctor.MM:
         a, b = zip(*(t.args for t in ts))
-        y = Term("Bmm", (_stack(a), _stack(b)))
+        y = Term(Ctor.BMM, (_stack(a), _stack(b)))
     else:
         c, a, b = zip(*(t.args for t in ts))
-        y = Term("Baddbmm", (_stack_at(ctx, c, 2, 0), _stack(a), _stack(b)))
+        y = Term(Ctor.BADDBMM, (_stack_at(ctx, c, 2, 0), _stack(a), _stack(b)))
     return _unbind(bind(y), len(ts))
 
 
@@ -255,17 +255,17 @@ def build_layernorm(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = None) 
     xs, nshapes, ws, bs, eps = zip(*(t.args for t in ts))
     rank = len(ctx.shape(xs[0]))
     d = _stack_dim(rank - len(nshapes[0].items))
-    y = Term("LayerNorm", (_stack(xs, d), nshapes[0], NONE, NONE, eps[0]))
+    y = Term(Ctor.LAYER_NORM, (_stack(xs, d), nshapes[0], NONE, NONE, eps[0]))
     if not ctx.is_none(ws[0]):
-        y = Term("Binary", ("mul", y, _stack_at(ctx, ws, rank, d)))
+        y = Term(Ctor.BINARY, ("mul", y, _stack_at(ctx, ws, rank, d)))
     if not ctx.is_none(bs[0]):
-        y = Term("Binary", ("add", y, _stack_at(ctx, bs, rank, d)))
+        y = Term(Ctor.BINARY, ("add", y, _stack_at(ctx, bs, rank, d)))
     return _unbind(bind(y), len(ts), d)
 
 
 def build_unary(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = None) -> list:
     d = _stack_dim(len(ctx.shape(ts[0].args[1])))
-    return _unbind(bind(Term("Unary", (ts[0].args[0], _stack([t.args[1] for t in ts], d)))), len(ts), d)
+    return _unbind(bind(Term(Ctor.UNARY, (ts[0].args[0], _stack([t.args[1] for t in ts], d)))), len(ts), d)
 
 
 def build_binary(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = None) -> list:
@@ -280,10 +280,10 @@ def build_binary(ctx: Ctx, ts: list[Term], bind: Bind, key: Hashable = None) -> 
         if len(set(side)) > 1:
             ops.append(_stack_at(ctx, side, rank, d))
         elif len(ctx.shape(side[0])) > rank - d:
-            ops.append(Term("Unsqueeze", (side[0], d)))
+            ops.append(Term(Ctor.UNSQUEEZE, (side[0], d)))
         else:
             ops.append(side[0])
-    return _unbind(bind(Term("Binary", (key, *ops))), len(ts), d)
+    return _unbind(bind(Term(Ctor.BINARY, (key, *ops))), len(ts), d)
 
 
 
@@ -323,7 +323,7 @@ def match_group_linear(ctx: Ctx, t: Term) -> Iterator[Hashable]:
 def match_linear_lhs(ctx: Ctx, t: Term) -> Iterator[Hashable]:
     """Both spellings where the bias could fuse into its users: the concatenated bias is one more copy
     unless frozen, the per-piece adds keep a cat of the pieces from folding back into the matmul."""
-    if t.ctor != "Linear":
+    if t.ctor != Ctor.LINEAR:
         yield from _match_mm_lhs(ctx, t)
         return
     sigs = _linear_sigs(ctx, t)
@@ -337,7 +337,7 @@ def match_linear_lhs(ctx: Ctx, t: Term) -> Iterator[Hashable]:
 
 def _mm_sigs(ctx: Ctx, t: Term) -> tuple | None:
     """(c, a, b, their signatures) of an mm (c None, its signature ()) or addmm with known operands."""
-    c, a, b = t.args if t.ctor == "Addmm" else (None, *t.args)
+    c, a, b = t.args if t.ctor == Ctor.ADDMM else (None, *t.args)
     sa, sb = ctx.sig(a), ctx.sig(b)
     sc = ctx.sig(c) if c is not None else ()
     return None if sa is None or sb is None or sc is None else (c, a, b, sa, sb, sc)

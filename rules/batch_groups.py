@@ -18,7 +18,7 @@ from typing import Callable, Hashable, Iterator, Sequence
 import networkx as nx
 
 from eqsat.candidates import Candidates
-from eqsat.ops import KEYED_POINTWISE, op_name_of_key, version
+from eqsat.ops import KEYED_POINTWISE, Ctor, op_name_of_key, version
 from eqsat.terms import Program, Ref, Term, TList
 
 from eqsat_rules.batch import FAMILY, BatchRule, batch_table
@@ -77,15 +77,15 @@ def _position(ctx: Ctx, r: Ref, order: dict[str, int]) -> tuple[int, int]:
     """Where an operand comes from: (split tuple, piece) through views, so members over the pieces
     of one split are stacked in piece order and the split_cat rules can cancel the stack."""
     t = ctx.term(r)
-    while t is not None and t.ctor in ("Squeeze", "Unsqueeze", "View") and isinstance(t.args[0], Ref):
+    while t is not None and t.ctor in (Ctor.SQUEEZE, Ctor.UNSQUEEZE, Ctor.VIEW) and isinstance(t.args[0], Ref):
         r, t = t.args[0], ctx.term(t.args[0])
-    if t is not None and t.ctor == "Get" and isinstance(t.args[0], Ref):
+    if t is not None and t.ctor == Ctor.GET and isinstance(t.args[0], Ref):
         return order.get(t.args[0].let, 0), t.args[1]
     return order.get(r.let, 0), 0
 
 
 # The operand that orders a group's members (after the key, for pointwise ops; after addmm's bias).
-_LEAD_OPERAND = {"Unary": 1, "Binary": 1, "Addmm": 1}
+_LEAD_OPERAND = {Ctor.UNARY: 1, Ctor.BINARY: 1, Ctor.ADDMM: 1}
 
 
 @dataclass
@@ -186,7 +186,7 @@ def _bind_splits(x, bind, bound: dict) -> object:
     (4 s at 512 pieces)."""
     if isinstance(x, Term):
         t = Term(x.ctor, tuple(_bind_splits(a, bind, bound) for a in x.args))
-        if t.ctor == "Split":
+        if t.ctor == Ctor.SPLIT:
             if t not in bound:
                 bound[t] = bind(t)
             return bound[t]

@@ -2,6 +2,7 @@
 (or stack), maximal, becomes one cell and the cat is rebuilt around it (``docs/rules.md`` says why
 each is hand-written). Written as typed clauses over cons-list cell relations built in the analysis.
 """
+from eqsat.ops import Ctor
 from eqsat.rule import Rule
 from eqsat.rulelang import (INT, IVEC, TENSOR, TLIST, TTUPLE, Function, Relation, cons, nil, rule, set_, union,
                             variables, vec)
@@ -92,7 +93,7 @@ CAT_SPLIT_RUN = Rule(
     (rule(*_RUN).then(offset_demand(s, i), offset_demand(s, j)),
      rule(*_RUN, a == offset(s, i), b == offset(s, j)).then(RunAlt(l, d, cons(narrow(x, d, a, b - a), tail)))),
     CAT_CONTEXT + SPLIT_RUNS + DERIVED["offset"].decls,
-    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
+    rewrites=(frozenset({Ctor.CAT}), frozenset({Ctor.CAT})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 CAT_NARROW_RUN = Rule(
@@ -102,7 +103,7 @@ CAT_NARROW_RUN = Rule(
     (rule(CatCell(l, d), l == cons(narrow(x, d, a, n), cons(narrow(x, d, b, m), r)), b == a + n)
      .then(RunAlt(l, d, cons(narrow(x, d, a, n + m), r))),),
     CAT_CONTEXT,
-    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
+    rewrites=(frozenset({Ctor.CAT}), frozenset({Ctor.CAT})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 
@@ -125,7 +126,7 @@ CAT_REPEAT_RUN = Rule(
           sa == a_t.shape, m == e_v[d], v_v == sa.set(d, m * sa[d]))
      .then(RunAlt(l, d, cons(_repeat(e_v.set(d, m + 1), m + 1), r)))),
     CAT_CONTEXT + DERIVED["insert"].decls,
-    rewrites=(frozenset({"Cat"}), frozenset({"Cat"})),  # a cat's list rebuilt: a new Cat e-node
+    rewrites=(frozenset({Ctor.CAT}), frozenset({Ctor.CAT})),  # a cat's list rebuilt: a new Cat e-node
 )
 
 
@@ -232,7 +233,7 @@ def _run_rule(name: str, doc: str, rel: str, cell, cell_guard: tuple, run_guard:
         NEIGHBOURS + (STACK_AS_CAT if of_stack else ()) + CAT_CONTEXT + SPLIT_RUNS[:4] + _equal_runs(rel, cell, cell_guard)
         + DERIVED["offset"].decls + DERIVED["splice"].decls + DERIVED["movedim-perm"].decls,
         # a cat's list rebuilt (a stack's: as a cat): a new Cat e-node
-        rewrites=(frozenset({"Stack" if of_stack else "Cat"}), frozenset({"Cat"})),
+        rewrites=(frozenset({Ctor.STACK if of_stack else Ctor.CAT}), frozenset({Ctor.CAT})),
     )
 
 

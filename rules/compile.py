@@ -9,6 +9,7 @@ writes egglog: ``eqsat.to_egglog`` prints the clauses when a session loads them.
 """
 from __future__ import annotations
 
+from eqsat.ops import Role
 from eqsat.rule import Rule
 from eqsat.rulelang import DTYPE, TENSOR, TLIST, Call, Clause, ListExpr, Var, union
 
@@ -70,7 +71,7 @@ def check_bound(r) -> None:
 def _built(t) -> set[str]:
     """Constructors a replacement term builds (its derived functions and analyses are query facts)."""
     if isinstance(t, ListExpr):
-        return {"TCons", "TNil"}.union(*(_built(i) for i in t.items)) | (_built(t.tail) if t.tail is not None else set())
+        return set(Role.LIST).union(*(_built(i) for i in t.items)) | (_built(t.tail) if t.tail is not None else set())
     if not isinstance(t, Call) or t.fn in DERIVED or t.fn in ("shape", "dtype"):
         return set()
     own = {t.fn} if t.fn[0].isupper() else set()

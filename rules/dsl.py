@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from eqsat import ops
+from eqsat.ops import Ctor
 from eqsat.rulelang import (DTYPE, IDENTIFIER, INT, IVEC, STR, TENSOR, TLIST, TTUPLE, Call, Expr,  # noqa: F401
                             Guard, ListExpr, Lit, Var, cons, imax, lift, nil, vec)
 
@@ -282,14 +283,14 @@ def reduced(shape, dims, keepdim) -> Expr:
 def rank(t: Expr) -> Expr:
     """The rank of a tensor term as an int expression, without asking the shape analysis of a
     term the replacement builds (its shape does not exist yet when the rule's query runs)."""
-    if isinstance(t, Call) and t.fn in ("View", "Permute", "Expand"):
+    if isinstance(t, Call) and t.fn in (Ctor.VIEW, Ctor.PERMUTE, Ctor.EXPAND):
         return vec_len(t.args[1])
-    if isinstance(t, Call) and t.fn == "Unsqueeze":
+    if isinstance(t, Call) and t.fn == Ctor.UNSQUEEZE:
         return rank(t.args[0]) + 1
-    if isinstance(t, Call) and t.fn == "Squeeze":
+    if isinstance(t, Call) and t.fn == Ctor.SQUEEZE:
         return rank(t.args[0]) - 1
-    if isinstance(t, Call) and t.fn in ("Narrow", "Contiguous", "Unary"):
-        return rank(t.args[-1] if t.fn == "Unary" else t.args[0])
+    if isinstance(t, Call) and t.fn in (Ctor.NARROW, Ctor.CONTIGUOUS, Ctor.UNARY):
+        return rank(t.args[-1] if t.fn == Ctor.UNARY else t.args[0])
     return t.ndim
 
 

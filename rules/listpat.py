@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 
 from eqsat import to_egglog
+from eqsat.ops import Ctor
 from eqsat.rulelang import (DTYPE, INT, TENSOR, TLIST, TTUPLE, Function, Relation, Var, cons, ctor, nil, rule, set_,
                             variables)
 
@@ -68,7 +69,8 @@ def pieces_relation(each) -> tuple[Relation, list[Var], list]:
     decls = [
         rel, cell,
         rule(l == cons(elem, t)).then(cell(l, S, i, *cols, t)),
-        rule(cell(l, S, i, *cols, nil()), S == ctor("Split", _x, _s, _d), i == _s.len() - 1).then(rel(l, S, i, *cols)),
+        rule(cell(l, S, i, *cols, nil()), S == ctor(Ctor.SPLIT, _x, _s, _d), i == _s.len() - 1)
+        .then(rel(l, S, i, *cols)),
         rule(cell(l, S, i, *cols, t), rel(t, S, i + 1, *cols)).then(rel(l, S, i, *cols)),
     ]
     return rel, extras, decls

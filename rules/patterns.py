@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from eqsat.ops import Ctor
 from eqsat.rulelang import TENSOR, TLIST, Call, Expr, Guard, ListExpr, Var
 
 
@@ -48,7 +49,7 @@ class Each(Expr):
 
 def pieces(s: Expr, each: Callable[[Expr], Expr] | None = None) -> Pieces:
     """All pieces of split ``s`` in order (optionally each wrapped, e.g. ``lambda p: squeeze(p, d)``)."""
-    if not (isinstance(s, Call) and s.fn == "Split"):
+    if not (isinstance(s, Call) and s.fn == Ctor.SPLIT):
         raise TypeError("pieces() takes a split(...) pattern")
     return Pieces(s, each)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from eqsat import ops
+from eqsat.ops import Ctor
 from eqsat.rule import Rule
 from eqsat.rulelang import (DTYPE, INT, STR, TENSOR, TLIST, TTUPLE, Call, Clause, Var, cons, lit, rule, set_,
                             variables)
@@ -41,7 +42,7 @@ def _term(op: ops.Op) -> tuple[Call, list[Var]]:
     term = Call(op.ctor, tuple(args), op.sort)
     if op.sort == TTUPLE:
         i = Var("i", INT)
-        return Call("Get", (term, i), TENSOR), args + [i]
+        return Call(Ctor.GET, (term, i), TENSOR), args + [i]
     return term, args
 
 

@@ -12,9 +12,7 @@
 set -u
 out=${OUT:-bench/out/h200}
 mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHEELS:-.whl}/*.whl \
-  || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+. bench/scripts/device_env.sh || exit 1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 nvidia-smi -L
 models=${MODELS:-dhen,wukong,interformer,dlrm,recsys_tower,split_cat_64,split_cat_mixed,split_stack_unbind,illustrative}

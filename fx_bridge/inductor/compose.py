@@ -55,12 +55,13 @@ def decide_unmeasured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], r
     count ``gm`` with and without combo kernels and record the choice: on when fewer launches
     (``Report.combo_kernels``). A graph the probe cannot lower keeps them off."""
     from eqsat_torch.inductor import probe
+    from eqsat_torch.inductor.launches import ProbeError
 
     if combo != DECIDE or report.combo_kernels is not None:
         return report
     try:
         counted = probe.count_launches(gm, example_inputs, "cuda", "torch", frozen, combo=True)
-    except probe.ProbeError as e:
+    except ProbeError as e:
         report.combo_kernels = False
         report.notes.append(f"combo kernels off: Inductor's count failed ({e})")
         return report

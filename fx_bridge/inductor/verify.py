@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 if TYPE_CHECKING:
-    from eqsat_torch.inductor.probe import Launches
+    from eqsat_torch.inductor.launches import Launches
 
 INPUT = "input"
 

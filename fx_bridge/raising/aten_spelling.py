@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from eqsat import ops
+from eqsat.ops import Ctor
 
 from eqsat_torch.inductor import compat
 from eqsat_torch.lowering.targets import aten_name, aten_overload
@@ -92,12 +93,12 @@ def _direct(spelled: str) -> Callable[[Any, list], Any]:
 
 
 _WRITTEN_OUT: dict[str, Callable[[Any, list], Any]] = {
-    "Narrow": lambda r, a: r.call(aten.slice.Tensor, a[0], a[1], a[2], a[2] + a[3]),
-    "Contiguous": lambda r, a: r.call(aten.clone.default, a[0], memory_format=torch.contiguous_format),
-    "Stack": _stack,
-    "Reduce": _reduce,
-    "Softmax": lambda r, a: r.call(aten_overload(ops.BY_NAME[a[0]].aten), a[1], a[2], False),
-    "LayerNorm": _layer_norm,
+    Ctor.NARROW: lambda r, a: r.call(aten.slice.Tensor, a[0], a[1], a[2], a[2] + a[3]),
+    Ctor.CONTIGUOUS: lambda r, a: r.call(aten.clone.default, a[0], memory_format=torch.contiguous_format),
+    Ctor.STACK: _stack,
+    Ctor.REDUCE: _reduce,
+    Ctor.SOFTMAX: lambda r, a: r.call(aten_overload(ops.BY_NAME[a[0]].aten), a[1], a[2], False),
+    Ctor.LAYER_NORM: _layer_norm,
 }
 
 
@@ -105,7 +106,8 @@ _WRITTEN_OUT: dict[str, Callable[[Any, list], Any]] = {
 def _spelling(version: int) -> dict[str, Callable[[Any, list], Any]]:
     out: dict[str, Callable[[Any, list], Any]] = {}
     for op in ops.ALL_OPS:
-        if op.category in (ops.Category.SOURCE, ops.Category.OPAQUE) or op.ctor in ops.KEYED_POINTWISE or op.ctor == "Get":
+        if (op.category in (ops.Category.SOURCE, ops.Category.OPAQUE) or op.ctor in ops.KEYED_POINTWISE
+                or op.ctor == Ctor.GET):
             continue
         out.setdefault(op.ctor, _WRITTEN_OUT.get(op.ctor) or (_direct(op.aten) if op.aten else _composite))
     return out

@@ -20,12 +20,13 @@ import torch.nn.functional as F
 from torch.fx.node import map_aggregate
 
 from eqsat import ops
+from eqsat.ops import Ctor, Role
 from eqsat.serialized import ROOT, Choice, EGraphView, ENode
 from eqsat.terms import Ref
 
 from eqsat_torch.raising import aten_spelling
 from eqsat_torch.inductor import compat
-from eqsat_torch.lowering.lower import Lowered, OpaqueSpec, Slot, TupleVal
+from eqsat_torch.lowering.lowered import Lowered, OpaqueSpec, Slot, TupleVal
 from eqsat_torch.lowering.symbolic import SymNodes, SymScalar, fake_inputs, shape_env_of
 from eqsat_torch.lowering.targets import torch_callable
 
@@ -41,7 +42,7 @@ _OPERATOR_OF = {
 def _torch_targets(version: int) -> dict[str, str]:
     """Constructors with their own registry row, raised as that row's Torch-IR target."""
     return {op.ctor: op.torch for op in ops.ALL_OPS if op.torch is not None and op.ctor not in ops.KEYED_POINTWISE
-            and op.ctor not in ("Reduce", "Softmax", "LayerNorm")}
+            and op.ctor not in (Ctor.REDUCE, Ctor.SOFTMAX, Ctor.LAYER_NORM)}
 
 
 # Per dialect, constructors spelled differently from the Torch-IR default below.
@@ -147,7 +148,7 @@ class _Raiser:
             return self._copy(orig)
         self._name = orig.name if orig is not None else None
         e = self.view.nodes[self.choice[cls]]
-        view = self._view_of_computed(e.args[1]) if e.ctor == "Unary" else None
+        view = self._view_of_computed(e.args[1]) if e.ctor == Ctor.UNARY else None
         value = self.from_term(e) if view is None else self._below_view(self.size(e.args[0][1]), view)
         if isinstance(value, torch.fx.Node) and orig is not None and self._name is None:
             value.meta.update({k: v for k, v in orig.meta.items() if k not in ("val", "example_value", "tensor_meta")})
@@ -188,36 +189,36 @@ class _Raiser:
         c = e.ctor
         if c in self.spelling:
             return self.spelling[c](self, a)
-        if c == "Input":
+        if c == Ctor.INPUT:
             return self.placeholders[a[0]]
-        if c == "Param":
+        if c == Ctor.PARAM:
             return self.node("get_attr", a[0], ())
-        if c == "Scalar":
+        if c == Ctor.SCALAR:
             return self.sym.arg(SymScalar(int(a[0][4:]))) if a[0].startswith("sym:") else _scalar(a[0])
-        if c == "NoneT":
+        if c == Ctor.NONE:
             return None
-        if c == "TNil":
+        if c == Ctor.NIL:
             return []
-        if c == "TCons":
+        if c == Ctor.CONS:
             return [a[0]] + a[1]
-        if c in ("Unary", "Binary", "Ternary"):
+        if c in Role.KEYED_POINTWISE:
             return self.pointwise(a[0], a[1:])
-        if c == "Reduce":
+        if c == Ctor.REDUCE:
             name, attrs = self.low.keys.decode(a[0])
             row = ops.BY_NAME[name]
             dim = a[2][0] if row.one_dim else list(a[2])
             return self.call(torch_callable(row.torch), a[1], dim=dim, keepdim=bool(a[3]), **attrs)
-        if c == "Softmax":
+        if c == Ctor.SOFTMAX:
             return self.call(torch_callable(ops.BY_NAME[a[0]].torch), a[1], a[2])
-        if c == "LayerNorm":
+        if c == Ctor.LAYER_NORM:
             return self.call(torch_callable(ops.BY_NAME["layer_norm"].torch), a[0], list(a[1]), a[2], a[3], float(a[4]))
         if c in self.targets:
             return self.torch_call(self.targets[c], a)
-        if c == "Opaque":
+        if c == Ctor.OPAQUE:
             return self.opaque(self.low.opaque[a[0]], a[1])
-        if c == "Get":
+        if c == Ctor.GET:
             tup = self.view.nodes[self.choice[e.args[0][1]]]
-            if tup.ctor == "Opaque" and self.low.opaque[tup.args[0][1]].out in ("tensor", "scalar"):
+            if tup.ctor == Ctor.OPAQUE and self.low.opaque[tup.args[0][1]].out in ("tensor", "scalar"):
                 return a[0]
             return self.call(operator.getitem, a[0], a[1])
         raise NotImplementedError(f"cannot raise constructor {c}")
@@ -226,15 +227,16 @@ class _Raiser:
         """The FX view a unary reads, when it reshapes a tensor this graph computes (a chain of views
         whose root is no input or parameter) and takes that tensor as its first argument."""
         kind, cls = arg
-        if kind != "class" or self.view.nodes[self.choice[cls]].ctor != "View":
+        if kind != "class" or self.view.nodes[self.choice[cls]].ctor != Ctor.VIEW:
             return None
         fx_view, source = self.env[cls], self.view.nodes[self.choice[cls]].args[0]
         if not (isinstance(fx_view, torch.fx.Node) and fx_view.args and source[0] == "class"
                 and fx_view.args[0] is self.env.get(source[1])):
             return None
-        while kind == "class" and self.view.nodes[self.choice[cls]].ctor == "View":  # to the chain's root
+        while kind == "class" and self.view.nodes[self.choice[cls]].ctor == Ctor.VIEW:  # to the chain's root
             kind, cls = self.view.nodes[self.choice[cls]].args[0]
-        return fx_view if kind == "class" and self.view.nodes[self.choice[cls]].ctor not in ("Input", "Param") else None
+        root = self.view.nodes[self.choice[cls]].ctor if kind == "class" else None
+        return fx_view if root is not None and root not in (Ctor.INPUT, Ctor.PARAM) else None
 
     def _below_view(self, key: str, view: torch.fx.Node) -> torch.fx.Node:
         """``unary(reshape(y, s))`` emitted as ``reshape(unary(y), s)``. Equal values, but Inductor fuses

@@ -39,7 +39,7 @@ import torch
 from torch.fx.node import map_aggregate
 
 from eqsat_torch.inductor import compat
-from eqsat_torch.lowering.lower import Unsupported
+from eqsat_torch.lowering.lowered import Unsupported
 from eqsat_torch.lowering.symbolic import output_leaves
 
 

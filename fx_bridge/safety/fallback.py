@@ -11,7 +11,7 @@ import logging
 
 from eqsat_rules.compile import RuleError
 
-from eqsat_torch.lowering.lower import Unsupported
+from eqsat_torch.lowering.lowered import Unsupported
 from eqsat_torch.options import OptionError
 from eqsat_torch.report import Report
 from eqsat_torch.safety.validation import ValidationError

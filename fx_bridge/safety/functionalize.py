@@ -110,7 +110,7 @@ def _restore_dtypes(gm: torch.fx.GraphModule, made: set, want: dict) -> None:
             continue
         got, old = n.meta.get("val"), want[n]
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(old.shape):
-            from eqsat_torch.lowering.lower import Unsupported
+            from eqsat_torch.lowering.lowered import Unsupported
             raise Unsupported(f"mutation at {n.name}: its out-of-place form has another shape")
         if got.dtype != old.dtype:
             with gm.graph.inserting_after(n):

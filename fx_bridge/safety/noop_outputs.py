@@ -23,7 +23,7 @@ import torch
 
 from eqsat_torch.inductor import compat
 from eqsat_torch.safety.aliasing import inductor_view
-from eqsat_torch.lowering.lower import Unsupported
+from eqsat_torch.lowering.lowered import Unsupported
 
 
 def refuse_new_merges(before: torch.fx.Graph, after: torch.fx.Graph, user: int | None = None) -> None:

@@ -16,7 +16,7 @@ import torch
 from torch.fx.passes.split_module import split_module
 
 from eqsat_torch.inductor import compat
-from eqsat_torch.lowering.lower import GRAD_DEAD, grad_dead_nodes
+from eqsat_torch.lowering.grad_dead import GRAD_DEAD, grad_dead_nodes
 from eqsat_torch.report import Report
 
 # FX nodes per window: the 1,024-piece two-stage model (3,846 nodes) optimizes whole to one kernel.

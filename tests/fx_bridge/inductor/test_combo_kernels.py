@@ -7,7 +7,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from eqsat.cost import CostModel
 from eqsat_torch import eqsat_backend
 from eqsat_torch.inductor import probe, compat
-from eqsat_torch.inductor.probe import Launches
+from eqsat_torch.inductor.launches import Launches
 from eqsat_torch.inductor.verify import choose
 
 GPU = CostModel.for_device("cuda")

@@ -6,6 +6,7 @@ import torch
 from eqsat.cost import CostModel
 from eqsat_torch import eqsat_backend, pipeline
 from eqsat_torch.inductor import probe
+from eqsat_torch.inductor.launches import Launches
 from eqsat_torch.options import Options
 
 GPU = CostModel.for_device("cuda")
@@ -36,7 +37,7 @@ def test_inductor_counts_both_programs_and_ours_wins():
 
 def test_the_input_wins_when_inductor_counts_fewer_launches_for_it(monkeypatch):
     """Whatever the model predicted: the graph handed on never launches more than the input."""
-    counts = iter([probe.Launches(3, 0, 100), probe.Launches(5, 0, 50)])
+    counts = iter([Launches(3, 0, 100), Launches(5, 0, 50)])
     monkeypatch.setattr(probe, "count_launches", lambda *args, **kwargs: next(counts))
     report = _compile(verify=True)
     assert not report.changed and not report.rules_used, report.summary()
@@ -120,7 +121,7 @@ def test_programs_between_are_measured_where_ours_lost_else_within_the_share(mon
     def count(counts):
         def measure(gm, *args, **kwargs):
             calls.append(gm)
-            return probe.Launches(next(counts), 0, 100)
+            return Launches(next(counts), 0, 100)
         return measure
 
     monkeypatch.setattr(probe, "count_launches", count(iter([5, 3])))
@@ -186,7 +187,7 @@ def test_programs_between_stop_when_seconds_run_out(monkeypatch):
 
     def count(gm, *args, **kwargs):
         spent.append(gm)
-        return probe.Launches(4 + len(spent), 0, 100)  # the input 5, ours 6
+        return Launches(4 + len(spent), 0, 100)  # the input 5, ours 6
 
     monkeypatch.setattr(probe, "count_launches", count)
     report = _compile_rotary(verify=True)

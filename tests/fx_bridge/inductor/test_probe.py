@@ -11,7 +11,9 @@ from torch._inductor.decomposition import select_decomp_table
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from captured import dynamo_graph
-from eqsat_torch.inductor.probe import ProbeError, _getitem, _setitem, available, count_launches
+from eqsat_torch.inductor.fake_graph import _getitem, _setitem
+from eqsat_torch.inductor.launches import ProbeError
+from eqsat_torch.inductor.probe import available, count_launches
 
 F = torch.nn.functional
 

@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from eqsat_torch.inductor.probe import Launches, ProbeError
+from eqsat_torch.inductor.launches import Launches, ProbeError
 from eqsat_torch.inductor.verify import choose
 
 

@@ -54,7 +54,7 @@ def test_stack_slot_reused_in_place_stays_right():
 # -- low-precision ties (soak seeds 4000053 and 4001911, H200, torch 2.11) ------------------------------
 def _dynamo_graphs(case):
     """The Dynamo graphs the backend gets for soak ``case``, as it runs in the soak."""
-    from bench.scripts import soak
+    from bench.soak.cases import _copies, _run
 
     graphs = []
 
@@ -64,7 +64,7 @@ def _dynamo_graphs(case):
 
     compat.reset_dynamo()
     compiled = torch.compile(lambda *xs: case.gm(*xs), backend=capture)
-    soak._run(case, compiled, soak._copies(case, "cpu"))
+    _run(case, compiled, _copies(case, "cpu"))
     return graphs
 
 
@@ -73,9 +73,9 @@ def test_low_precision_max_compiles_with_eager_rounding(seed):
     """Both soak programs take an ``amax`` of float16 values; their Dynamo graph compiles with
     ``emulate_precision_casts`` (docs/upstream/inductor_lowp_tie_mask.py), the same program in
     float32 keeps Inductor's defaults."""
-    from bench.scripts import soak
+    from bench.soak.cases import make_case
 
-    case = soak.make_case(seed, True)
+    case = make_case(seed, True)
     assert {x.dtype for x in case.inputs} == {torch.float16}
     graphs = _dynamo_graphs(case)
     assert any(workarounds.config_for(gm, {}).get("emulate_precision_casts") for gm in graphs)
@@ -101,9 +101,9 @@ def test_low_precision_equality_of_aten_graph():
 @pytest.mark.parametrize("seed", [4000053, 4001911])
 def test_low_precision_max_gradients_match_eager_on_gpu(seed):
     """The soak's H200 run (torch 2.11): NaN gradients through the amax (24/24 and 8/16 elements)."""
-    from bench.scripts import soak
+    from bench.soak.check import run_case
 
-    result = soak.run_case(seed, True, device="cuda", inductor=True)
+    result = run_case(seed, True, device="cuda", inductor=True)
     assert result["problems"] == [], result
 
 
@@ -140,7 +140,7 @@ def test_post_grad_pass_marks_its_new_nodes(monkeypatch):
     clone the pass adds is marked like the traced nodes around it."""
     import operator
 
-    from bench.scripts import soak
+    from bench.soak.check import run_case
     from eqsat_torch.inductor import post_grad
 
     seen = []
@@ -154,7 +154,7 @@ def test_post_grad_pass_marks_its_new_nodes(monkeypatch):
     monkeypatch.setenv("EQSAT_CACHE", "0")
     monkeypatch.setattr(post_grad, "optimize_graph_in_place", spy)
     with torch._inductor.config.patch(force_disable_caches=True):
-        result = soak.run_case(4000053, True, inductor=True)
+        result = run_case(4000053, True, inductor=True)
     assert result["problems"] == []
     new = [n for report, nodes in seen if report.changed for n in nodes
            if "original_aten" not in n.meta and n.target is not operator.getitem]

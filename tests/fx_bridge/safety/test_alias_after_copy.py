@@ -11,7 +11,7 @@ import torch
 from eqsat_torch import optimize
 from eqsat_torch.inductor import compat
 from eqsat_torch.safety.aliasing import alias_signature, match_aliasing, real_signature
-from eqsat_torch.lowering.lower import Unsupported
+from eqsat_torch.lowering.lowered import Unsupported
 
 
 def _eager(x):

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from eqsat_torch import eqsat_backend
 from eqsat_torch.inductor import compat
 from eqsat_torch.safety.aliasing import alias_signature, match_aliasing
-from eqsat_torch.lowering.lower import Unsupported
+from eqsat_torch.lowering.lowered import Unsupported
 
 REPRODUCERS = {
     "cat_of_split": lambda x: torch.cat(x.split(5, 1), 1),

@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from bench.scripts import soak
+from bench.soak.check import run_case
 from eqsat_torch.lowering.lower import Unsupported
 from eqsat_torch.safety.noop_outputs import refuse_new_merges
 
@@ -43,7 +43,7 @@ def test_merges_the_input_program_has_too_are_no_reason_to_refuse():
 def test_soak_seed_3010674_keeps_its_outputs_apart():
     """``stack(unbind(t))`` found equal to ``t`` and kept apart by a clone, while ``t``'s full
     ``slice_scatter`` is dropped: the post-grad pass now keeps the graph, and the outputs stay two."""
-    result = soak.run_case(3010674, train=False)
+    result = run_case(3010674, train=False)
     assert result["problem"] is None, result
     assert any("remove_noop_ops" in f for f in result["fallbacks"])
 

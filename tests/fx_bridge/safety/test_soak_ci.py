@@ -1,6 +1,6 @@
 """CI's share of the soak (``python -m bench.scripts.soak`` runs 10,000): 200 random graphs through the
 backend, inference, training and calls under ``no_grad``, with inputs in other layouts, grad-mode
-regions and in-place writes (``bench.graphgen.Features``), in the contexts issue 41 added (ambient
+regions and in-place writes (``bench.graphgen_ops.Features``), in the contexts issue 41 added (ambient
 autocast, autocast regions, matmul precision, mixed-precision module training steps); values, dtypes,
 strides, requires_grad, storage relations, written inputs and gradients against eager. The fast tier runs 40 of them (~20 s of CPU a
 chunk of 20), the slow tier the other 160: CI runs both."""
@@ -9,7 +9,9 @@ import logging
 
 import pytest
 
-from bench.scripts.soak import make_case, run_case, summarize
+from bench.soak.cases import make_case
+from bench.soak.check import run_case
+from bench.soak.summary import summarize
 
 SEEDS = range(100_000, 100_200)
 CHUNKS = 10

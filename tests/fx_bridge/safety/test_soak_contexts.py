@@ -10,12 +10,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bench.graphgen import Features, as_function, random_graph
-from bench.scripts import soak
+from bench.graphgen import random_graph
+from bench.graphgen_ops import Features
+from bench.graphgen_source import as_function
+from bench.soak.backends import _plain_backend
+from bench.soak.cases import Case, MATMUL_PRECISIONS, _draw_context, make_case
+from bench.soak.check import check
+from bench.soak.summary import _contexts as summary_contexts
 
 
 def _contexts(seeds, train, device="cpu"):
-    return [(seed, *soak._draw_context(seed, train, device)) for seed in seeds]
+    return [(seed, *_draw_context(seed, train, device)) for seed in seeds]
 
 
 def _kind(context: dict, region) -> str:
@@ -44,7 +49,7 @@ def test_every_context_is_drawn_often_and_in_combination(device, dtypes):
             drawn["ambient and region"] += bool(context["autocast"] and region)
     for dtype in dtypes:
         assert drawn[dtype] >= 100 and drawn["region " + dtype] >= 100, drawn
-    for p in soak.MATMUL_PRECISIONS:
+    for p in MATMUL_PRECISIONS:
         assert drawn["precision " + p] >= 100, drawn
     assert drawn["module"] >= 100 and drawn["module under autocast"] >= 50 and drawn["ambient and region"] >= 50, drawn
 
@@ -54,9 +59,9 @@ def test_without_contexts_a_seed_draws_its_program_as_before():
     (a regression test names a seed for its program); with contexts, programs draw split-linear-cat too."""
     split_linear = 0
     for seed in range(40):
-        old = soak.make_case(seed, seed % 2 == 1, contexts=False)
+        old = make_case(seed, seed % 2 == 1, contexts=False)
         assert old.context == {} and not old.tight
-        new = soak.make_case(seed, seed % 2 == 1)
+        new = make_case(seed, seed % 2 == 1)
         split_linear += not new.module and new.gm.code.count("torch._C._nn.linear(getitem") >= 2
     assert split_linear >= 3, split_linear
 
@@ -66,7 +71,7 @@ def test_cases_record_their_context_and_meet_layouts_grad_regions_and_inplace_wr
     seeds += [s for s, c, r in _contexts(range(300), False) if r is not None][:30]
     met, kinds = collections.Counter(), collections.Counter()
     for i, seed in enumerate(seeds):
-        case = soak.make_case(seed, train=i < 30)
+        case = make_case(seed, train=i < 30)
         kinds[_kind(case.context, case.features["autocast_region"])] += 1
         met["autocast_off"] += bool(case.features.get("autocast_off") or "+off" in (case.features["autocast_region"] or ""))
         for other in ("layouts", "grad_region", "inplace"):
@@ -98,13 +103,13 @@ def test_an_autocast_region_is_a_with_block_dynamo_records_as_a_user_writes_it()
 
 
 # -- no false alarm: a compile that changes nothing passes every check, in every context ---------------
-def _first_case(train: bool, pred) -> soak.Case:
+def _first_case(train: bool, pred) -> Case:
     """The first case whose context ``pred`` accepts, of a float32 program not called under ``no_grad``:
     AOT's graphs differ from eager in ways of their own there, in any context (gradients of inputs a
     ``no_grad`` call reads, ``remove_noop_ops``' aliasing of integer slices), which the soak counts apart."""
     for seed, context, region in _contexts(range(2000), train):
         if pred(context, region):
-            case = soak.make_case(seed, train)
+            case = make_case(seed, train)
             if case.mode != "no_grad" and all(x.dtype == torch.float32 for x in case.inputs):
                 return case
     raise AssertionError("no such case")
@@ -128,7 +133,7 @@ def test_a_compile_that_changes_nothing_passes_in_each_context(name, backend):
     precision the case set is put back."""
     train, pred = CONTEXT_CASES[name]
     case = _first_case(train, pred)
-    result = soak.check(case, backend="eager" if backend == "eager" else soak._plain_backend(False))
+    result = check(case, backend="eager" if backend == "eager" else _plain_backend(False))
     assert result["problems"] == [], result
     assert result["context"] == case.context and case.tight
     if train:  # (AOT's backward may sum in another order than autograd's: within the tolerance)
@@ -156,13 +161,13 @@ def test_a_float32_result_where_eager_is_bfloat16_is_a_dtype_and_gradient_mismat
     """Issue 41's program under ambient CPU autocast. Its float32 values are closer to float64 than
     eager's bfloat16 ones, so only the dtype check and the tight gradient tolerance (from the compile
     without eqsat, which is exact here) see it."""
-    case = soak.Case(0, "train", _split_linear_cat, [torch.randn(6, 16), torch.randn(8, 16)],
+    case = Case(0, "train", _split_linear_cat, [torch.randn(6, 16), torch.randn(8, 16)],
                      context={"autocast": "cpu:bfloat16"})
-    result = soak.check(case, backend=_outside_autocast)
+    result = check(case, backend=_outside_autocast)
     kinds = [k for k, _ in result["problems"]]
     assert kinds[0] == "dtype" and "gradients" in kinds, result["problems"]
     assert "values" not in kinds and result["values_as_close_as_eager"] == 1
-    plain = soak.check(case, backend=soak._plain_backend(False))
+    plain = check(case, backend=_plain_backend(False))
     assert plain["problems"] == [] and set(plain["grad_errors"].values()) == {0.0}
 
 
@@ -175,7 +180,7 @@ def test_the_summary_counts_contexts():
                       "autocast_region": "cpu:bfloat16+off"}},
         {"context": {}, "features": {"layouts": [], "grad_region": None, "inplace": []}},
     ]
-    c = soak._contexts(records)
+    c = summary_contexts(records)
     assert c["ambient_autocast"] == {"cpu:bfloat16": 1} and c["autocast_region"] == {"cpu:bfloat16+off": 1}
     assert c["matmul_precision"] == {"high": 1} and c["module_training_steps"] == 1
     assert c["module_steps_under_autocast"] == 1 and c["autocast_disabled_region"] == 2

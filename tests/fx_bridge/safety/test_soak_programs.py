@@ -9,8 +9,11 @@ import random
 import pytest
 import torch
 
-from bench.scripts import soak
-from bench.graphgen import Features, copy_with_layout, random_graph
+from bench.scripts.soak import main
+from bench.soak.cases import Case, make_case
+from bench.soak.check import check, run_case
+from bench.graphgen import copy_with_layout, random_graph
+from bench.graphgen_ops import Features
 from tests.fx_bridge.safety.issue28_programs import (cat_of_split, channels_last, mutated_view_then_cat, no_grad_cat,
                                           setitem_then_stack, stack_of_unbind, transposed, zero_then_cat)
 
@@ -20,7 +23,7 @@ def test_the_generator_draws_every_feature_and_eager_runs_all_of_it():
     layouts, regions, writes, modes = collections.Counter(), collections.Counter(), collections.Counter(), set()
     to_inputs = 0
     for seed in range(120):
-        case = soak.make_case(seed, train=seed % 2 == 1)  # only programs eager runs, forward and backward
+        case = make_case(seed, train=seed % 2 == 1)  # only programs eager runs, forward and backward
         modes.add(case.mode)
         layouts.update(case.features["layouts"])
         regions[case.features["grad_region"]] += 1
@@ -80,12 +83,12 @@ PROGRAMS = {  # name: (function, inputs, mode)
 def _case(name):
     fn, inputs, mode = PROGRAMS[name]
     torch.manual_seed(0)
-    return soak.Case(0, mode, fn, inputs())
+    return Case(0, mode, fn, inputs())
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_issue_28_programs_pass_the_soaks_checks(name):
-    result = soak.check(_case(name))
+    result = check(_case(name))
     assert result["problems"] == [], result
 
 
@@ -131,7 +134,7 @@ def _grad_mode_ignored(gm, args):           # the no_grad / enable_grad region d
     ("R3_enable_grad_under_no_grad", _grad_mode_ignored, {"requires_grad"}),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
 def test_the_soak_flags_each_wrong_answer(name, change, kinds):
-    result = soak.check(_case(name), backend=_eager_then(change))
+    result = check(_case(name), backend=_eager_then(change))
     assert {k for k, _ in result["problems"]} == kinds, result["problems"]
 
 
@@ -163,7 +166,7 @@ def _no_grad_opaque_after_a_rewrite(x):
 def test_a_no_grad_read_of_a_rewritten_value_stays_cut_from_autograd(fn, shape):
     """Soak seeds 5, 137, 197, 1019, 1063, 1111, 1351: raising copied the region's node with its FX
     inputs, past the detach lowering read them through (``Lowered.read`` keeps the cut read)."""
-    result = soak.check(soak.Case(0, "train", fn, [torch.randn(shape)]))
+    result = check(Case(0, "train", fn, [torch.randn(shape)]))
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
@@ -171,7 +174,7 @@ def test_a_no_grad_read_of_a_rewritten_value_stays_cut_from_autograd(fn, shape):
 def test_a_no_grad_region_next_to_a_functionalized_inplace_op_keeps_its_gradient():
     """Soak seeds 13, 100177: functionalize.py re-propagated fake values, which FakeTensorProp records
     detached, so lowering saw no value carrying autograd history and cut none of the region's reads."""
-    result = soak.check(soak.Case(0, "train", _no_grad_next_to_an_inplace_op, [torch.randn(3, 4)]))
+    result = check(Case(0, "train", _no_grad_next_to_an_inplace_op, [torch.randn(3, 4)]))
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
@@ -187,7 +190,7 @@ def _view_made_under_no_grad(x):
 def test_a_view_made_under_no_grad_keeps_requires_grad():
     """Soak seeds 100159, 100183, 1343, 1395: a view of ``detach(x)`` does not require grad, eager's view
     made under no_grad does; it is now raised as a view of ``x`` inside a no_grad region."""
-    result = soak.check(soak.Case(0, "train", _view_made_under_no_grad, [torch.randn(4, 3, 4)]))
+    result = check(Case(0, "train", _view_made_under_no_grad, [torch.randn(4, 3, 4)]))
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
@@ -209,7 +212,7 @@ def test_a_node_reading_a_no_grad_view_after_the_region_is_copied_reading_its_re
     (``lower._Lowerer.escaped``), but raising copied the node with the region's piece of
     ``detach(x0)``, so it came back with requires_grad False (``Lowered.read`` keeps the remade read)."""
     inputs = [torch.randn(1, 8, dtype=torch.float16), torch.randn(2, 8, dtype=torch.float16)]
-    result = soak.check(soak.Case(0, "train", _no_grad_view_read_after_the_region, inputs))
+    result = check(Case(0, "train", _no_grad_view_read_after_the_region, inputs))
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
@@ -229,7 +232,7 @@ def test_a_weight_whose_gradient_no_grad_cuts_keeps_grad_none():
     weights, whose gradient reaches ``w1`` too (zeros; eager leaves ``w1.grad`` None). Values passing
     no gradient to an output are grouped apart from those that do (``Lowered.grad_dead``)."""
     ws = [torch.randn(8, 6) for _ in range(3)]
-    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]))
+    result = check(Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]))
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
@@ -263,7 +266,7 @@ def _fused(x, w):
 
 def _half_precision_case():
     torch.manual_seed(1)  # an input where the linear's cancellation takes the rounding past assert_close's rtol
-    return soak.Case(0, "infer", _square_of_a_copy, [torch.randn(6, 8, dtype=torch.bfloat16),
+    return Case(0, "infer", _square_of_a_copy, [torch.randn(6, 8, dtype=torch.bfloat16),
                                                       torch.randn(1, 8, dtype=torch.bfloat16)])
 
 
@@ -273,7 +276,7 @@ def test_a_rounding_fewer_than_eager_is_no_values_mismatch():
     case = _half_precision_case()
     with pytest.raises(AssertionError):
         torch.testing.assert_close(_fused(*case.inputs), _square_of_a_copy(*case.inputs))
-    result = soak.check(case, backend=lambda gm, ex: lambda *xs: (_fused(*xs),))
+    result = check(case, backend=lambda gm, ex: lambda *xs: (_fused(*xs),))
     assert result["problems"] == [], result["problems"]
     assert result["values_as_close_as_eager"] == 1, result
 
@@ -283,7 +286,7 @@ def test_values_farther_from_float64_than_eager_are_a_mismatch():
         c = x.float() * 3
         return (torch.nn.functional.linear(torch.cat([c.bfloat16(), (c * c).bfloat16()], 0), w),)
 
-    result = soak.check(_half_precision_case(), backend=lambda gm, ex: pieces_swapped)
+    result = check(_half_precision_case(), backend=lambda gm, ex: pieces_swapped)
     assert [k for k, _ in result["problems"]] == ["values"], result
 
 
@@ -303,14 +306,14 @@ def test_meta_strides_that_differ_from_run_time_strides_are_not_charged_to_eqsat
     value, so the soak's eqsat path does too (``_keep_layouts``); the compile without eqsat did not, and
     where an op's meta strides are not its run-time strides (2.11's ``aten.zero`` of a transposed view;
     here a custom op) the difference was charged to eqsat."""
-    result = soak.check(soak.Case(0, "infer", lambda x: torch.ops.eqsat_soak_test.column_major(x), [torch.randn(4, 6)]))
+    result = check(Case(0, "infer", lambda x: torch.ops.eqsat_soak_test.column_major(x), [torch.randn(4, 6)]))
     assert result["problems"] == [], result["problems"]
     assert result["without_eqsat_too"] == ["strides"], result
 
 
 def test_strides_eqsat_changes_are_still_charged_to_it(monkeypatch):
-    monkeypatch.setattr(soak, "_backend", lambda reports: _eager_then(_transposed_layout))
-    result = soak.check(soak.Case(0, "infer", lambda x: x * 2, [torch.randn(4, 6)]))
+    monkeypatch.setattr("bench.soak.check._backend", lambda reports: _eager_then(_transposed_layout))
+    result = check(Case(0, "infer", lambda x: x * 2, [torch.randn(4, 6)]))
     assert [k for k, _ in result["problems"]] == ["strides"], result
 
 
@@ -335,7 +338,7 @@ def test_a_cat_of_one_input_is_that_input_in_the_compile_without_eqsat_too():
     view whose meta strides agree with eager's where its run-time ones do not. Inductor alone does the
     same (its decomposition makes a cat of one input a clone, and ``remove_noop_ops`` drops a clone
     whose meta value is its input's), so the soak's compile without eqsat now imitates both."""
-    result = soak.check(soak.Case(0, "infer", _cat_of_one_piece_of_a_value_meta_says_is_column_major,
+    result = check(Case(0, "infer", _cat_of_one_piece_of_a_value_meta_says_is_column_major,
                                   [torch.randn(2, 8)]))
     assert result["problems"] == [], result["problems"]
     assert result["without_eqsat_too"] == ["strides"], result
@@ -355,8 +358,8 @@ def _cat_of_one_is_its_input(gm, args):      # cat_single with no copy: the slic
 
 
 def test_a_cat_of_one_input_that_inductor_keeps_fresh_is_still_charged_as_a_view(monkeypatch):
-    monkeypatch.setattr(soak, "_backend", lambda reports: _eager_then(_cat_of_one_is_its_input))
-    result = soak.check(soak.Case(0, "infer", _cat_of_one_slice, [torch.randn(6, 4)]))
+    monkeypatch.setattr("bench.soak.check._backend", lambda reports: _eager_then(_cat_of_one_is_its_input))
+    result = check(Case(0, "infer", _cat_of_one_slice, [torch.randn(6, 4)]))
     assert [k for k, _ in result["problems"]] == ["strides"], result
     assert not result.get("without_eqsat_too"), result
 
@@ -366,7 +369,7 @@ def test_a_view_of_an_output_given_its_old_strides_back_is_no_crash():
     ``remove_noop_ops`` dropped the clone its linear's ``_unsafe_view`` read, and the soak's imitation of
     Inductor restrided the output to the slice's strides for that view too, which eager cannot view; Inductor
     indexes a buffer in any layout. The view reads it as a reshape there."""
-    result = soak.run_case(971, train=True, contexts=False)
+    result = run_case(971, train=True, contexts=False)
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
@@ -378,7 +381,7 @@ def test_an_output_given_an_expands_strides_back_is_no_crash(seed, train):
     computes as an expand a fresh tensor, and the imitation of Inductor gave it the expand's zero
     strides back by ``copy_`` into ``empty_strided``, which eager refuses (one memory location, many
     elements); Inductor's kernel writes each element. The imitation copies one slice per zero stride."""
-    result = soak.run_case(seed, train=train, contexts=False)
+    result = run_case(seed, train=train, contexts=False)
     assert result["problems"] == [], result["problems"]
     assert result["changed"], result
 
@@ -388,7 +391,7 @@ def test_a_copied_node_whose_input_is_its_own_class_is_rebuilt_from_its_term(see
     """Soak seeds 3001295 and 3010073 (training): ``narrow(p, 1, 0, 1)`` of the one-wide piece ``p`` of
     ``split(x, 1, 1)`` is ``p``; both are one e-node, so raising copied the narrow reading its own
     class and failed (``KeyError``, graph kept as an internal error)."""
-    result = soak.run_case(seed, train=True, contexts=False)
+    result = run_case(seed, train=True, contexts=False)
     assert not result.get("internal_errors"), result["internal_errors"]
     assert result["problems"] == [] and result["changed"], result
 
@@ -413,7 +416,7 @@ def test_post_grad_outputs_keep_eagers_strides_through_inductor(fn, shapes, rewr
     now gives such an output a clone, whose exact (eager's) strides Inductor sets."""
     torch.manual_seed(0)
     with torch._inductor.config.patch(fx_graph_cache=False):  # a cache hit would not run the pass
-        result = soak.check(soak.Case(0, "infer", fn, [torch.randn(s) for s in shapes]), inductor=True)
+        result = check(Case(0, "infer", fn, [torch.randn(s) for s in shapes]), inductor=True)
     assert result["problems"] == [], result["problems"]
     assert result["changed"] == rewritten, result  # the batched linears with a copy are no cheaper: kept
 
@@ -439,7 +442,7 @@ def test_a_kept_view_of_a_value_in_another_layout_becomes_a_reshape(fn, make, mo
     contiguous; raising kept the original ``view`` / ``aten.view`` / ``aten._unsafe_view``, which
     cannot view the new layout, and both passes kept their graphs as internal errors."""
     torch.manual_seed(0)
-    result = soak.check(soak.Case(0, mode, fn, [make()]))
+    result = check(Case(0, mode, fn, [make()]))
     assert result["problems"] == [], result["problems"]
     assert not result.get("internal_errors"), result["internal_errors"]
     assert result["changed"], result
@@ -450,7 +453,7 @@ def test_the_reshape_a_kept_view_becomes_compiles_through_inductor():
     """The same through the real backend: Inductor lowers the post-grad graph's ``aten.reshape``."""
     torch.manual_seed(0)
     with torch._inductor.config.patch(fx_graph_cache=False):  # a cache hit would not run the pass
-        result = soak.check(soak.Case(0, "infer", _view_of_a_cat_of_one, [torch.randn(6, 4).t()]), inductor=True)
+        result = check(Case(0, "infer", _view_of_a_cat_of_one, [torch.randn(6, 4).t()]), inductor=True)
     assert result["problems"] == [], result["problems"]
     assert not result.get("internal_errors"), result["internal_errors"]
     assert result["changed"], result
@@ -510,7 +513,7 @@ def test_the_analysis_of_a_backward_graph_terminates():
     assert done.returncode == 0, done.stderr[-3000:]
     (line,) = [ln for ln in done.stdout.splitlines() if ln.startswith("STOP")]
     assert line.count("'") >= 4 and "time budget" not in line, line  # forward and backward, neither clock-stopped
-    result = soak.check(soak.Case(0, "train", _backward_the_analysis_never_finishes, [torch.randn(6, 3, 2, 2)]))
+    result = check(Case(0, "train", _backward_the_analysis_never_finishes, [torch.randn(6, 3, 2, 2)]))
     assert result["problems"] == [], result["problems"]
     assert not result.get("internal_errors"), result
 
@@ -537,7 +540,7 @@ def test_a_graph_with_nothing_to_choose_is_no_internal_error():
 @pytest.mark.parametrize("seed, train", [(68, False), (17, True), (180, False), (1001189, True)])
 def test_soak_cases_through_inductor(seed, train):
     """``--inductor``: the backend as users get it (inner Inductor, post-grad pass), a C++ compile per graph."""
-    result = soak.run_case(seed, train, inductor=True, contexts=False)
+    result = run_case(seed, train, inductor=True, contexts=False)
     assert result["features"]["layouts"] or result["features"]["inplace"] or result["features"]["grad_region"]
     assert result["problems"] == [], result
 
@@ -546,6 +549,6 @@ def test_soak_cases_through_inductor(seed, train):
 def test_seeds_reruns_the_cases_named(tmp_path):
     """``--seeds``: the cases a report names, here soak seed 2002447 (training; gradients before the fix)."""
     summary = tmp_path / "summary.json"
-    assert soak.main(["--seeds", "2002447t", "--workers", "1", "--no-contexts", "--summary", str(summary)]) == 0
+    assert main(["--seeds", "2002447t", "--workers", "1", "--no-contexts", "--summary", str(summary)]) == 0
     totals = json.loads(summary.read_text())
     assert (totals["cases"], totals["training"], totals["mismatches"]) == (1, 1, 0), totals

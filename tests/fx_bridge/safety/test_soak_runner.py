@@ -1,11 +1,11 @@
-"""``bench.scripts.soak.run_cases``: a case that hangs or kills its worker is reported lost, and the others
+"""``bench.soak.pool.run_cases``: a case that hangs or kills its worker is reported lost, and the others
 still come back (the lead's 10,000-case runs use many workers; one bad case must not stop them)."""
 import os
 import time
 
 import pytest
 
-from bench.scripts.soak import run_cases
+from bench.soak.pool import run_cases
 
 
 def _work(job):

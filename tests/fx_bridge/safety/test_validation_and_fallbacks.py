@@ -127,7 +127,7 @@ def test_bitwise_operators_are_pure(op):
     ("call_method", "__iand__", ("y",)), ("call_function", torch.ops.aten.add_.Tensor, ("y",)),
 ])
 def test_in_place_ops_are_mutations_by_their_schema(op, target, extra):
-    from eqsat_torch.lowering.lower import Unsupported
+    from eqsat_torch.lowering.lowered import Unsupported
 
     g = torch.fx.Graph()
     t = g.placeholder("t")

@@ -46,7 +46,9 @@ def test_a_window_output_whose_gradient_a_later_windows_no_grad_cuts_stays_grad_
     and ``a.mean`` in the first window, the ``no_grad`` read of it in the next. In its window ``a`` reaches
     an output (the window's), so the three linears were fused and ``w1.grad`` came back zeros where eager
     leaves it None; the whole graph's liveness (``lower.grad_dead_nodes``) now marks the window's nodes."""
-    from bench.scripts import soak
+    from bench.soak.backends import _backend
+    from bench.soak.cases import Case
+    from bench.soak.check import check
     from tests.fx_bridge.safety.test_soak_programs import _linear_read_only_under_no_grad
 
     monkeypatch.setattr(pipeline, "REGION_NODES", 4)
@@ -54,8 +56,8 @@ def test_a_window_output_whose_gradient_a_later_windows_no_grad_cuts_stays_grad_
     monkeypatch.setenv("EQSAT_CACHE", "0")
     reports: list = []
     ws = [torch.randn(8, 6) for _ in range(3)]
-    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]),
-                        backend=soak._backend(reports))
+    result = check(Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]),
+                        backend=_backend(reports))
     assert result["problems"] == [], result["problems"]  # values and gradients, w1.grad None as in eager
     dynamo = reports[0]
     assert any(note.startswith("optimized as 3 regions") for note in dynamo.notes), dynamo.notes
@@ -68,7 +70,9 @@ def test_no_window_ends_inside_a_no_grad_region(monkeypatch):
     ``split_module`` with the region's switch, read its inputs as if made in the region (raised
     again as duplicate placeholders: a SyntaxError). Both kept their input; a window now closes only
     outside a region (the first runs to the region's end), and no window keeps its input."""
-    from bench.scripts import soak
+    from bench.soak.backends import _backend
+    from bench.soak.cases import Case
+    from bench.soak.check import check
     from tests.fx_bridge.safety.test_soak_programs import _linear_read_only_under_no_grad
 
     monkeypatch.setattr(pipeline, "REGION_NODES", 5)
@@ -79,8 +83,8 @@ def test_no_window_ends_inside_a_no_grad_region(monkeypatch):
                                                  for n in gm.graph.nodes) - 1) // 5
     reports: list = []
     ws = [torch.randn(8, 6) for _ in range(3)]
-    result = soak.check(soak.Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]),
-                        backend=soak._backend(reports))
+    result = check(Case(0, "train", _linear_read_only_under_no_grad, [torch.randn(4, 6), *ws]),
+                        backend=_backend(reports))
     assert result["problems"] == [], result["problems"]
     notes = reports[0].notes
     assert not [n for n in notes if n.startswith("region kept its input")], notes

@@ -1,8 +1,11 @@
 """What the optimizer did to one graph: the report users read and the harness tabulates."""
 from __future__ import annotations
 
+import time
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 
 @dataclass
@@ -103,3 +106,44 @@ class Report:
 
 
 SUMMARY_CHARS = 160  # the INFO line's length the summary aims at
+
+
+def add_counts(into: dict, more: Mapping) -> None:
+    """``into[k] += more[k]`` for every key (report fields stay plain dicts)."""
+    total = Counter(into)
+    total.update(more)
+    into.update(total)
+
+
+@contextmanager
+def timed(report: Report, phase: str):
+    """The time spent inside, added to ``report.phase_seconds[phase]``."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        add_counts(report.phase_seconds, {phase: time.perf_counter() - t0})
+
+
+def merge(report: Report, parts: Iterable[Report]) -> None:
+    """The parts' (units', regions') counts, sizes, costs and notes added into ``report``; each part
+    Inductor decided on its own keeps its counts under its index (``k/input``…)."""
+    parts = list(parts)
+    for r in parts:
+        for into, more in ((report.rules_fired, r.rules_fired), (report.rules_used, r.rules_used),
+                           (report.phase_seconds, r.phase_seconds)):
+            add_counts(into, more)
+        report.egraph_sizes.extend(r.egraph_sizes)
+        report.changed |= r.changed
+        report.cost_before += r.cost_before
+        report.cost_after += r.cost_after
+        report.kernels_before += r.kernels_before
+        report.kernels_after += r.kernels_after
+        report.alias_copies += r.alias_copies
+        report.notes.extend(r.notes)
+    measured = [r for r in parts if r.inductor_launches]
+    before = len(report.inductor_winner.split(", ")) if report.inductor_winner else 0
+    for k, r in enumerate(measured, before):
+        prefix = f"{k}/" if len(measured) + before > 1 else ""
+        report.inductor_launches.update({prefix + name: v for name, v in r.inductor_launches.items()})
+    report.inductor_winner = ", ".join(w for w in (report.inductor_winner, *(r.inductor_winner for r in measured)) if w)

@@ -28,7 +28,8 @@ class BlockStack(nn.Module):
         if self.needs_cache_position:  # T5 attention derives the query length from it
             kwargs["cache_position"] = torch.arange(hidden.shape[1], device=hidden.device)
         for block in self.blocks:
-            hidden = block(hidden, **kwargs)[0]
+            out = block(hidden, **kwargs)
+            hidden = out[0] if isinstance(out, tuple) else out  # transformers 5.2x: the tensor alone
         return hidden
 
 
@@ -41,7 +42,8 @@ def _dims(size: str | int) -> tuple[int, int, int]:
 
 def _require_transformers():
     if not HAVE_TRANSFORMERS:
-        raise ModuleNotFoundError('transformers is not installed: pip install "transformers>=5.17,<6" (the hf extra)')
+        raise ModuleNotFoundError('transformers is not installed: pip install "transformers>=5.17,<6" (the hf extra)',
+                                  name="transformers")
 
 
 def _build(seed: int, make_blocks, size, device, dtype, needs_cache_position=False):

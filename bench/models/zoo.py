@@ -52,7 +52,7 @@ def _optional(name: str):
 def _transformers():
     transformers = _optional("transformers")
     if transformers is None:
-        raise ModuleNotFoundError("transformers is not installed: pip install transformers")
+        raise ModuleNotFoundError("transformers is not installed: pip install transformers", name="transformers")
     return transformers
 
 
@@ -220,7 +220,7 @@ def build_timm(name: str, size: str | int = "small", device="cpu", dtype=torch.f
     is built where it is missing (the run skips the model)."""
     timm = _optional("timm")
     if timm is None:
-        raise ModuleNotFoundError(f"timm is not installed: pip install timm (zoo model {name!r})")
+        raise ModuleNotFoundError(f"timm is not installed: pip install timm (zoo model {name!r})", name="timm")
     gen = seeded(42 + list(TIMM).index(name))
     image = _image(size)
     model = timm.create_model(TIMM[name], pretrained=False)

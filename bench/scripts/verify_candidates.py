@@ -3,7 +3,7 @@
 For each zoo model (inference, its Dynamo graph) eqsat optimizes with the GPU cost model and
 Inductor deciding (``eqsat_torch.inductor.verify``: the GPU at hand, or a fake H200 on a machine without one),
 every program between the input and ours measured (``--share 1``) or only as a compile measures them
-(the default ``pipeline.VERIFY_SHARE``). ``--mispriced``: the GPU model with the pointwise batches
+(the default ``eqsat_torch.inductor.decide.VERIFY_SHARE``). ``--mispriced``: the GPU model with the pointwise batches
 on, whose price of a stack of rotary sums Inductor does not bear out: the programs between then show
 what they win. Not a test: prints a line per graph and a table.
 
@@ -19,7 +19,8 @@ import torch
 from bench import tables
 from bench.models import ZOO
 from eqsat.cost import CostModel
-from eqsat_torch import eqsat_backend, pipeline
+from eqsat_torch import eqsat_backend
+from eqsat_torch.inductor import decide as inductor_decide
 from eqsat_torch.inductor import compat
 
 
@@ -40,10 +41,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--models", default="llama,mixtral,t5,bart")
     ap.add_argument("--mispriced", action="store_true", help="the GPU model with the pointwise batches on")
-    ap.add_argument("--share", type=float, default=pipeline.VERIFY_SHARE,
-                    help="pipeline.VERIFY_SHARE: 1 measures every program between")
+    ap.add_argument("--share", type=float, default=inductor_decide.VERIFY_SHARE,
+                    help="decide.VERIFY_SHARE: 1 measures every program between")
     args = ap.parse_args(argv)
-    pipeline.VERIFY_SHARE = args.share
+    inductor_decide.VERIFY_SHARE = args.share
     rows = []
     for name in args.models.split(","):
         t0 = time.perf_counter()

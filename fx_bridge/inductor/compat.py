@@ -520,3 +520,20 @@ def inductor_counts_bytes():
         log.removeHandler(handler)
         log.setLevel(level)
         log.propagate = propagate
+
+
+def fake_mode_at_hints():
+    """A fake mode of static sizes whose shape env admits data-dependent output sizes (``nonzero``):
+    the equivalence check runs a symbolic graph at its hints in it, adding no guard to Dynamo's."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    return FakeTensorMode(allow_non_fake_inputs=True, static_shapes=True,
+                          shape_env=ShapeEnv(allow_dynamic_output_shape_ops=True))
+
+
+def free_unbacked_symbols(expr: Any) -> set:
+    """The unbacked symbols (``u0``…) of a size expression."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols as free
+
+    return set(free(expr))

@@ -133,6 +133,9 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
 class Repair:
     copies: int = 0          # outputs that now get a clone
     views: int = 0           # outputs that now get a fresh view of themselves
+    # output leaf → None for a plain clone, or the dim order a Torch-IR copy in eager's layout is
+    # made contiguous in (``_copy_in_layout``): what prices the copies without lowering again
+    copied: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
 
 
 def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, dialect: str,
@@ -177,12 +180,15 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
             if want.fresh and relayout and dialect == "aten":
                 replace[i] = _clone(gm.graph, leaf, dialect)  # Inductor gives it eager's strides
                 copied.add(i)
+                repair.copied[i] = None
             elif want.fresh and relayout:
                 replace[i] = _copy_in_layout(gm.graph, leaf, target)
                 copied.add(i)
+                repair.copied[i] = tuple(_dim_order(target[1]))
             elif want.fresh:
                 replace[i] = _clone(gm.graph, leaf, dialect)
                 copied.add(i)
+                repair.copied[i] = None
             elif want != got and not ((want.inputs, want.outputs) == (got.inputs, got.outputs)
                                       and want.same_node_as < got.same_node_as):
                 raise Unsupported(f"output {i} would alias {_describe(got)} where eager's aliases {_describe(want)}")

@@ -23,6 +23,7 @@ import operator
 from collections import defaultdict
 from typing import Any, Sequence
 
+import sympy
 import torch
 from torch.fx.node import map_aggregate
 
@@ -85,8 +86,6 @@ def _mode_of(templates: list[Any]):
     """The graph's own fake mode where every input is a fake of it with static sizes (its dispatch
     cache already holds the ops Dynamo or AOTAutograd traced: the check costs a fraction of a cold
     run), else a fresh one at the hints (no guard is ever added to a symbolic graph's shape env)."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     fakes = [x for x in templates if isinstance(x, torch.Tensor)]
     modes = {id(x.fake_mode): x.fake_mode for x in fakes if compat.is_fake(x)}
     static = all(not compat.is_symbolic(v) for x in fakes
@@ -94,7 +93,7 @@ def _mode_of(templates: list[Any]):
         isinstance(x, torch.SymInt) for x in templates)
     if len(modes) == 1 and all(compat.is_fake(x) for x in fakes) and static:
         return next(iter(modes.values()))
-    return FakeTensorMode(allow_non_fake_inputs=True)
+    return compat.fake_mode_at_hints()
 
 
 class _Observed:
@@ -167,8 +166,9 @@ def _layouts(inputs: list[Any]) -> list[tuple | None]:
 def _compare(want: _Observed, got: _Observed, strict_outputs: int | None, layouts: bool) -> str | None:
     if len(want.outputs) != len(got.outputs):
         return f"validation: {len(got.outputs)} outputs != {len(want.outputs)}"
+    wsizes, gsizes = _sizes(want.outputs), _sizes(got.outputs)
     for i, (w, g) in enumerate(zip(want.outputs, got.outputs)):
-        problem = _leaf_difference(w, g, layouts)
+        problem = _leaf_difference(w, g, layouts, wsizes[i], gsizes[i])
         if problem:
             return f"validation: {problem} of output {i}: {problem_values(problem, g, w)}"
     ws, gs = real_signature(want.inputs, want.outputs, strict_outputs), real_signature(got.inputs, got.outputs,
@@ -181,22 +181,44 @@ def _compare(want: _Observed, got: _Observed, strict_outputs: int | None, layout
     return None
 
 
-def _leaf_difference(w: Any, g: Any, layouts: bool) -> str | None:
+def _leaf_difference(w: Any, g: Any, layouts: bool, wsize: tuple | None, gsize: tuple | None) -> str | None:
+    """What differs between two output leaves; ``wsize``/``gsize``: their sizes and strides from
+    :func:`_sizes` (no comparison of symbolic sizes adds a guard)."""
     if isinstance(w, torch.Tensor) != isinstance(g, torch.Tensor):
         return "type"
     if not isinstance(w, torch.Tensor):
-        return None if type(w) is type(g) and w == g else "value"
+        same = wsize == gsize if isinstance(w, torch.SymInt) else w == g
+        return None if type(w) is type(g) and same else "value"
     if w.dtype != g.dtype:
         return "dtype"
-    if tuple(w.shape) != tuple(g.shape):
+    if wsize[0] != gsize[0]:
         return "shape"
     if w.device != g.device:
         return "device"
     if w.requires_grad != g.requires_grad:
         return "requires_grad"
-    if layouts and not same_layout((tuple(w.shape), w.stride()), (tuple(g.shape), g.stride())):
+    if layouts and not same_layout(wsize, gsize):
         return "strides"
     return None
+
+
+def _sizes(leaves: list[Any]) -> list[tuple | None]:
+    """Per leaf, its sizes and strides (a tensor's) as ints, a symbolic one as its expression with
+    the data-dependent (unbacked) symbols named by their order of appearance in this run's outputs:
+    each run of ``nonzero`` draws a new symbol (``u0`` in one graph is ``u1`` in the other), and
+    two graphs that compute the same sizes name them alike."""
+    names: dict[Any, str] = {}
+
+    def read(v: Any) -> Any:
+        if not isinstance(v, torch.SymInt):
+            return v
+        expr = compat.sym_expr(v)
+        for sym in sorted(compat.free_unbacked_symbols(expr), key=str):
+            names.setdefault(sym, f"u{len(names)}")
+        return str(expr.xreplace({sym: sympy.Symbol(names[sym]) for sym in compat.free_unbacked_symbols(expr)}))
+
+    return [(tuple(map(read, x.shape)), tuple(map(read, x.stride()))) if isinstance(x, torch.Tensor) else
+            (read(x),) if isinstance(x, torch.SymInt) else None for x in leaves]
 
 
 def problem_values(problem: str, g: Any, w: Any) -> str:

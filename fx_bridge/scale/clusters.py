@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Iterator
 
 import torch
 
 from eqsat_torch.inductor import compat
 from eqsat_torch.scale.regions import copy_into
-from eqsat_torch.report import Report
 from eqsat_torch.lowering.targets import canonical_name
 
 # Pieces per chunk. Optimizing the split→sigmoid·2→cat→split→tanh+1→cat model whole (this 2-core
@@ -252,32 +251,40 @@ def splice(graph: torch.fx.Graph, unit: Unit, new: torch.fx.GraphModule) -> None
         graph.erase_node(n)
 
 
-def optimize_clusters(gm: torch.fx.GraphModule,
-                      optimize_one: Callable[[torch.fx.GraphModule, list[Any]], tuple[torch.fx.GraphModule, Report]],
-                      ) -> tuple[torch.fx.GraphModule, list[Report], int]:
-    """``gm`` made two-level (``chunked``) with each cluster (``clusters``) optimized as a unit by
-    ``optimize_one(unit, example inputs)`` and spliced back; the reports of the units optimized (one
-    optimization per structure: a unit like one before reuses its result) and how many clusters
-    were replaced (none: ``gm`` itself)."""
-    two = chunked(gm)
-    done: dict[str, torch.fx.GraphModule | None] = {}
-    reports, replaced = [], 0
-    for nodes in clusters(two.graph, two.glue):
-        unit = unit_of(nodes)
-        if unit is None:
-            continue
-        key = structure(unit)
-        if key not in done:
-            sub = unit.module(gm)
-            new, report = optimize_one(sub, [compat.node_value(a) for a in unit.inputs])
-            keep = new is not sub and not any(n.op == "get_attr" for n in new.graph.nodes)
-            done[key] = new if keep else None
-            reports.append(report)
-        if done[key] is not None:
-            splice(two.graph, unit, done[key])
-            replaced += 1
-    if not replaced:
-        return gm, reports, 0
-    two.flatten_cats()
-    two.graph.lint()
-    return torch.fx.GraphModule(gm, two.graph), reports, replaced
+class Units:
+    """``gm`` made two-level (``chunked``) and its clusters (``clusters``) as units, met in
+    topological order (``each``). A unit of a structure met before reuses that one's result; a result
+    is spliced back before the next unit is read, whose input may be its output (``use``)."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        self.gm = gm
+        self.two = chunked(gm)
+        self.done: dict[str, torch.fx.GraphModule | None] = {}
+        self.replaced = 0
+
+    def each(self) -> Iterator[tuple[Unit, str]]:
+        """Every unit and its structure (``structure``), each read after the ones before were spliced."""
+        for nodes in clusters(self.two.graph, self.two.glue):
+            unit = unit_of(nodes)
+            if unit is not None:
+                yield unit, structure(unit)
+
+    def use(self, unit: Unit, key: str) -> None:
+        """Splice the result of ``key``'s structure in place of ``unit`` (when it kept one)."""
+        if self.done[key] is not None:
+            splice(self.two.graph, unit, self.done[key])
+            self.replaced += 1
+
+    def keep(self, key: str, sub: torch.fx.GraphModule, new: torch.fx.GraphModule) -> None:
+        """``new``, the optimized ``sub``, is the result of ``key``'s structure unless it is ``sub``
+        itself or reads attributes (a unit is a graph of its inputs only)."""
+        keep = new is not sub and not any(n.op == "get_attr" for n in new.graph.nodes)
+        self.done[key] = new if keep else None
+
+    def assembled(self) -> torch.fx.GraphModule:
+        """The graph with every kept unit spliced back; ``gm`` itself when none was."""
+        if not self.replaced:
+            return self.gm
+        self.two.flatten_cats()
+        self.two.graph.lint()
+        return torch.fx.GraphModule(self.gm, self.two.graph)

@@ -10,14 +10,13 @@ graph improves region by region instead of all or nothing.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Iterator
 
 import torch
 from torch.fx.passes.split_module import split_module
 
 from eqsat_torch.inductor import compat
 from eqsat_torch.lowering.grad_dead import GRAD_DEAD, grad_dead_nodes
-from eqsat_torch.report import Report
 
 # FX nodes per window: the 1,024-piece two-stage model (3,846 nodes) optimizes whole to one kernel.
 REGION_NODES = 4096
@@ -48,30 +47,25 @@ def windows(gm: torch.fx.GraphModule, size: int) -> dict[torch.fx.Node, int]:
     return part
 
 
-def optimize_regions(gm: torch.fx.GraphModule, part: dict[torch.fx.Node, int],
-                     optimize_one: Callable[[torch.fx.GraphModule, list[Any]], tuple[torch.fx.GraphModule, Report]],
-                     ) -> tuple[torch.fx.GraphModule, list[Report]]:
-    """``gm`` with each window of ``part`` (``windows``) replaced by ``optimize_one(window, its
-    example inputs)``; the reports of the windows in order."""
+def cut(gm: torch.fx.GraphModule, part: dict[torch.fx.Node, int]) -> torch.fx.GraphModule:
+    """``gm`` as one submodule per window of ``part`` (``windows``), called in order."""
     dead = grad_dead_nodes(gm)  # a window's outputs are not the graph's: its lowering reads these marks
     for n in dead:
         n.meta[GRAD_DEAD] = True
     try:
-        top = split_module(gm, None, lambda n: part[n], keep_original_order=True)
+        return split_module(gm, None, lambda n: part[n], keep_original_order=True)
     finally:
         for n in dead:
             del n.meta[GRAD_DEAD]
-    reports = []
+
+
+def pieces(top: torch.fx.GraphModule) -> Iterator[tuple[str, torch.fx.GraphModule, list[Any]]]:
+    """Each window of ``cut``'s module in order: its attribute name, submodule and example inputs
+    (replace it with ``setattr(top, name, new)``, then ``inline(top)``)."""
     for node in top.graph.nodes:
-        if node.op != "call_module":
-            continue
-        sub = getattr(top, node.target)
-        inputs = [_example(p) for p in sub.graph.nodes if p.op == "placeholder"]
-        new_sub, report = optimize_one(sub, inputs)
-        reports.append(report)
-        if new_sub is not sub:
-            setattr(top, node.target, new_sub)
-    return inline(top), reports
+        if node.op == "call_module":
+            sub = getattr(top, node.target)
+            yield node.target, sub, [_example(p) for p in sub.graph.nodes if p.op == "placeholder"]
 
 
 def _example(placeholder: torch.fx.Node) -> Any:
@@ -95,7 +89,7 @@ def inline(top: torch.fx.GraphModule) -> torch.fx.GraphModule:
         else:
             env[node] = graph.node_copy(node, lambda n: _load(env, n))
     for node in graph.nodes:
-        node.meta.pop(GRAD_DEAD, None)  # the windows' marks (optimize_regions) end with them
+        node.meta.pop(GRAD_DEAD, None)  # the windows' marks (cut) end with them
     graph.lint()
     return torch.fx.GraphModule(root, graph)
 

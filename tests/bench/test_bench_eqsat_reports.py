@@ -22,8 +22,8 @@ class _Report:
 
 
 class _InductorWithReports:
-    def __init__(self, mode):
-        self.mode, self.reports = mode, []
+    def __init__(self, search):
+        self.search, self.reports = search, []
 
     def __call__(self, gm, example_inputs):
         from eqsat_torch.inductor import compat
@@ -48,12 +48,14 @@ def test_reports_are_summed_over_graphs():
 
 def test_eqsat_mode_rows_carry_backend_reports(monkeypatch):
     module = types.ModuleType("eqsat_torch.backend")
-    module.eqsat_backend = lambda mode: _InductorWithReports(mode)
+    backends = []
+    module.eqsat_backend = lambda search: backends.append(_InductorWithReports(search)) or backends[-1]
     monkeypatch.setitem(sys.modules, "eqsat_torch.backend", module)
     settings = {"size": "tiny", "device": "cpu", "dtype": torch.float32, "min_seconds": 0.01}
     builder = REGISTRY["split_cat_64"]
     row, _, _ = run_mode(builder, "eqsat", "infer", eager_reference(builder, "infer", settings), settings)
     assert row["status"] == "ok", row
+    assert [b.search for b in backends] == ["saturate"]  # the harness passes eqsat_backend(search=...)
     assert len(row["graphs"]) == 1 and row["egraph_nodes"] == row["graphs"][0]["egraph_nodes"] > 64
     assert row["rules_fired"] == {"cat_of_split": 2} and row["max_abs_err"] == pytest.approx(0, abs=1e-6)
 

@@ -3,12 +3,12 @@ Inductor measured and the winner (fake H200 on this CPU)."""
 import pytest
 
 from bench.scripts import verify_candidates
-from eqsat_torch import pipeline
+from eqsat_torch.inductor import decide
 
 
 @pytest.mark.slow
 def test_every_program_between_is_counted_with_share_one(capsys, monkeypatch):
-    monkeypatch.setattr(pipeline, "VERIFY_SHARE", pipeline.VERIFY_SHARE)  # main sets it: restored after
+    monkeypatch.setattr(decide, "VERIFY_SHARE", decide.VERIFY_SHARE)  # main sets it: restored after
     verify_candidates.main(["--models", "ten_unequal_linears", "--share", "1"])
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| ten_unequal_linears |"))
     cells = [c.strip() for c in row.split("|")[1:-1]]

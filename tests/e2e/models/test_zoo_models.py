@@ -20,7 +20,7 @@ def _build(name: str):
     try:
         return ZOO[name]("tiny")
     except ModuleNotFoundError as err:
-        missing = (err.name or "transformers").split(".")[0]  # the zoo's own "not installed" names none
+        missing = (err.name or "").split(".")[0]  # the zoo names the library it misses (name=...)
         if missing in OPTIONAL and importlib.util.find_spec(missing) is None:
             pytest.skip(f"{name}: {err}")
         raise

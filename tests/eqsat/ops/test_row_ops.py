@@ -79,6 +79,12 @@ def any_rows(x):
 
 
 def any_cols(x):
+    return (x > 0).any(2)[1:3]
+
+
+def any_cols_sliced_across(x):
+    """A slice across the rows of the reduction: eager returns a view with strides (4, 1), the
+    rewritten graph a fresh (3, 2) tensor, so the equivalence check refuses it."""
     return (x > 0).any(2)[:, 1:3]
 
 
@@ -102,6 +108,15 @@ def test_a_rule_derived_from_the_row_rewrites_it_and_it_raises_pre_grad(fn, shap
     calls = [n for n in new.graph.nodes if n.op in ("call_function", "call_method")]
     assert [n.target for n in calls if n.target == target]
     assert calls[0].target is torch.narrow  # sliced first
+
+
+def test_a_rewrite_that_makes_a_strided_output_contiguous_is_refused():
+    x = torch.randn(3, 4, 5)
+    new, report = optimize(torch.fx.symbolic_trace(any_cols_sliced_across), [x], {"horizontal": False})
+    torch.testing.assert_close(new(x), any_cols_sliced_across(x))
+    assert new(x).stride() == (4, 1)
+    assert report.fallback == "validation mismatch" and not report.changed, report.summary()
+    assert report.refused == "validation: strides of output 0: (2, 1) != (4, 1)"
 
 
 def _aot(graphs: list, reports: list):

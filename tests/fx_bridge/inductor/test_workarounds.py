@@ -75,7 +75,7 @@ def test_low_precision_max_compiles_with_eager_rounding(seed):
     float32 keeps Inductor's defaults."""
     from bench.soak.cases import make_case
 
-    case = make_case(seed, True)
+    case = make_case(seed, True, contexts=False)  # the program the soak drew (issue 41's contexts redraw 4001911)
     assert {x.dtype for x in case.inputs} == {torch.float16}
     graphs = _dynamo_graphs(case)
     assert any(workarounds.config_for(gm, {}).get("emulate_precision_casts") for gm in graphs)
@@ -103,7 +103,7 @@ def test_low_precision_max_gradients_match_eager_on_gpu(seed):
     """The soak's H200 run (torch 2.11): NaN gradients through the amax (24/24 and 8/16 elements)."""
     from bench.soak.check import run_case
 
-    result = run_case(seed, True, device="cuda", inductor=True)
+    result = run_case(seed, True, device="cuda", inductor=True, contexts=False)
     assert result["problems"] == [], result
 
 

@@ -81,7 +81,9 @@ def test_cli_reports_breaks_and_writes_diff_whatever_torch_logs_says(tmp_path):
     assert "outputs vs original: equal" in result.stdout
     assert "[print/logging/warnings] GB0059" in result.stdout and "[data-dependent control flow] GB0170" in result.stdout
     diff = out.read_text()
-    assert "__mend_rt__.select(" in diff and "\n--- a/tests/mend/mend_samples.py\n" in diff  # run from the repo root
+    sample = os.path.relpath(os.path.realpath(os.path.join(os.path.dirname(__file__), "mend_samples.py")),
+                             os.path.realpath(os.getcwd()))  # the CLI's default --root is its working directory
+    assert "__mend_rt__.select(" in diff and f"\n--- a/{sample}\n" in diff
 
 
 def test_detect_keeps_the_users_log_settings(monkeypatch):

@@ -99,7 +99,7 @@ def test_training_through_the_post_grad_pass_keeps_outputs_fresh():
     import sys
     import pathlib
     sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "aten"))
-    from aten_harness import pass_backend
+    from tests.fx_bridge.inductor.post_grad.aten_harness import pass_backend
 
     f = REPRODUCERS["stack_of_unbind"]
     x = torch.randn(4, 10, requires_grad=True)

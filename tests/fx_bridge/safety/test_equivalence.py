@@ -98,10 +98,28 @@ def test_each_observable_difference_is_named():
     assert x._version == 0  # the check never touched the real input
 
 
+@torch.library.custom_op("eqsat_test::no_fake_kernel", mutates_args=())
+def _no_fake_kernel(a: torch.Tensor) -> torch.Tensor:
+    return a * 2
+
+
 def test_a_check_that_cannot_run_refuses():
-    original, rewritten = _graphs(lambda a: a * a.sum().item(), lambda a: a * 2)
+    original, rewritten = _graphs(lambda a: torch.ops.eqsat_test.no_fake_kernel(a) + 1, lambda a: a * 2 + 1)
     problem = equivalence.difference(original, rewritten, [torch.randn(3)], Context.capture())
     assert problem.startswith("validation: not checked"), problem
+
+
+def test_data_dependent_sizes_are_checked():
+    """``nonzero``'s size is an unbacked symbol, drawn anew by each run (``u0`` in the original is
+    ``u1`` in the rewritten graph): both run, sizes compare by the symbols' order, and a size that
+    differs is still named."""
+    ctx, x = Context.capture(), torch.randn(4, 6)
+    original, rewritten = _graphs(lambda a: ((a * 2).nonzero() * 3, a.sum(1)),
+                                  lambda a: ((a + a).nonzero().mul(3), a.sum(1)))
+    assert equivalence.difference(original, rewritten, [x], ctx) is None
+    _, narrower = _graphs(lambda a: a, lambda a: ((a + a).nonzero()[:, :1] * 3, a.sum(1)))
+    problem = equivalence.difference(original, narrower, [x], ctx)
+    assert problem == "validation: shape of output 0: (u1, 1) != (u0, 2)", problem
 
 
 def test_check_runs_in_the_captured_context():

@@ -15,6 +15,7 @@ from bench.graphgen_ops import Features
 from bench.graphgen_source import as_function
 from bench.soak.backends import _plain_backend
 from bench.soak.cases import Case, MATMUL_PRECISIONS, _draw_context, make_case
+import bench.soak.check as soak_check
 from bench.soak.check import check
 from bench.soak.summary import _contexts as summary_contexts
 
@@ -150,20 +151,26 @@ def _split_linear_cat(x, w):
 
 
 def _outside_autocast(gm, example_inputs):
-    """A backend that gives issue 41's wrong answer: the graph run in float32, autocast's casts lost."""
+    """A stand-in for eqsat that gives issue 41's wrong answer on purpose (eqsat no longer does:
+    ``eqsat_torch.safety.context``): the graph run in float32, autocast's casts lost."""
     def run(*xs):
         with torch.autocast("cpu", enabled=False):
             return gm(*xs)
     return run
 
 
-def test_a_float32_result_where_eager_is_bfloat16_is_a_dtype_and_gradient_mismatch():
-    """Issue 41's program under ambient CPU autocast. Its float32 values are closer to float64 than
-    eager's bfloat16 ones, so only the dtype check and the tight gradient tolerance (from the compile
-    without eqsat, which is exact here) see it."""
-    case = Case(0, "train", _split_linear_cat, [torch.randn(6, 16), torch.randn(8, 16)],
-                     context={"autocast": "cpu:bfloat16"})
-    result = check(case, backend=_outside_autocast)
+@pytest.mark.parametrize("seed", range(8))
+def test_a_float32_result_where_eager_is_bfloat16_is_a_dtype_and_gradient_mismatch(monkeypatch, seed):
+    """Issue 41's program under ambient CPU autocast, compiled by the stand-in where the soak puts
+    eqsat's backend, so it is judged as eqsat is. Its float32 values are closer to float64 than eager's
+    bfloat16 ones, so only the dtype check and the tight gradient tolerance (from the compile without
+    eqsat, which is exact here) see it. (Judged as any other backend, with the loose tolerance, the
+    gradients were flagged for some inputs only: 26 of 30 seeds.)"""
+    gen = torch.Generator().manual_seed(seed)
+    case = Case(0, "train", _split_linear_cat, [torch.randn(6, 16, generator=gen), torch.randn(8, 16, generator=gen)],
+                context={"autocast": "cpu:bfloat16"})
+    monkeypatch.setattr(soak_check, "_backend", lambda reports: _outside_autocast)
+    result = check(case)
     kinds = [k for k, _ in result["problems"]]
     assert kinds[0] == "dtype" and "gradients" in kinds, result["problems"]
     assert "values" not in kinds and result["values_as_close_as_eager"] == 1

@@ -47,7 +47,7 @@ def test_post_grad_validation_runs_on_random_inputs_and_falls_back_on_mismatch(e
     import sys
     import pathlib
     sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "aten"))
-    from aten_harness import pass_backend
+    from tests.fx_bridge.inductor.post_grad.aten_harness import pass_backend
 
     backend, p = pass_backend(extra_rules=[RELU_ID], check=False, validate=True)
     t = torch.randn(4, 8, requires_grad=True)
@@ -61,7 +61,7 @@ def test_post_grad_validation_passes_a_sound_rewrite():
     import sys
     import pathlib
     sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "aten"))
-    from aten_harness import pass_backend
+    from tests.fx_bridge.inductor.post_grad.aten_harness import pass_backend
 
     backend, p = pass_backend(validate=True)
     t = torch.randn(4, 8, requires_grad=True)

@@ -6,7 +6,7 @@ import torch
 
 from bench.scripts.pipeline_scale import TwoStage
 from eqsat_torch.scale import clusters
-from eqsat_torch import pipeline
+from eqsat_torch.scale import plan
 from eqsat_torch.pipeline import optimize
 from eqsat_torch.lowering.targets import canonical_name
 from tests.captured import dynamo_graph
@@ -17,7 +17,7 @@ def _names(gm):
 
 
 def _low_thresholds(monkeypatch, region_nodes=50, chunk=8):
-    monkeypatch.setattr(pipeline, "REGION_NODES", region_nodes)
+    monkeypatch.setattr(plan, "REGION_NODES", region_nodes)
     monkeypatch.setattr(clusters, "CHUNK_PIECES", chunk)
     monkeypatch.setattr(clusters, "MIN_PIECES", 4)
 

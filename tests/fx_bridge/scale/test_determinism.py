@@ -32,7 +32,8 @@ class _SlowClock:
         return time.perf_counter() * self.factor
 
 
-SLOW_CLOCK_MODULES = ("eqsat.deadline", "eqsat.egraph", "eqsat.extract", "eqsat.ilp", "eqsat_torch.pipeline")
+SLOW_CLOCK_MODULES = ("eqsat.deadline", "eqsat.egraph", "eqsat.extract", "eqsat.ilp", "eqsat_torch.report",
+                      "eqsat_torch.scale.plan", "eqsat_torch.inductor.decide")
 
 
 def _spin():

@@ -6,7 +6,7 @@ import torch
 
 from bench.scripts.pipeline_scale import TwoStage
 from eqsat_torch.scale import clusters
-from eqsat_torch import pipeline
+from eqsat_torch.scale import plan
 from eqsat_torch.pipeline import optimize
 from eqsat_torch.scale.regions import inline, windows
 from torch.fx.passes.split_module import split_module
@@ -32,7 +32,7 @@ def test_windows_keep_a_tuple_with_its_reader_and_inline_gives_the_graph_back():
 
 def test_a_graph_past_the_region_size_improves_region_by_region(monkeypatch):
     gm, inputs = _dynamo_graph(32)
-    monkeypatch.setattr(pipeline, "REGION_NODES", 50)
+    monkeypatch.setattr(plan, "REGION_NODES", 50)
     monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)  # no split is a cluster: windows of the order
     new_gm, report = optimize(gm, inputs, {"seconds": 120.0})
     assert "optimized as 2 regions of at most 50 nodes each, 2 changed" in report.notes, report.notes
@@ -51,7 +51,7 @@ def test_a_window_output_whose_gradient_a_later_windows_no_grad_cuts_stays_grad_
     from bench.soak.check import check
     from tests.fx_bridge.safety.test_soak_programs import _linear_read_only_under_no_grad
 
-    monkeypatch.setattr(pipeline, "REGION_NODES", 4)
+    monkeypatch.setattr(plan, "REGION_NODES", 4)
     monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)
     monkeypatch.setenv("EQSAT_CACHE", "0")
     reports: list = []
@@ -75,7 +75,7 @@ def test_no_window_ends_inside_a_no_grad_region(monkeypatch):
     from bench.soak.check import check
     from tests.fx_bridge.safety.test_soak_programs import _linear_read_only_under_no_grad
 
-    monkeypatch.setattr(pipeline, "REGION_NODES", 5)
+    monkeypatch.setattr(plan, "REGION_NODES", 5)
     monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)
     monkeypatch.setenv("EQSAT_CACHE", "0")
     gm, _ = _dynamo_graph(16)  # no grad switch: the windows are as before, 5 counted nodes each

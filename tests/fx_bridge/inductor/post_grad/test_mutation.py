@@ -72,11 +72,29 @@ def test_pre_grad_skips_mutation(fn):
         assert_kept(report, "mutation")
 
 
+def intermediate_inplace_rows(x, y):
+    """``intermediate_inplace`` split along rows: the piece it returns is a contiguous view, as the
+    relu of the piece is, so moving the relu onto the piece keeps every observable."""
+    z = torch.cat([x, y], 1) * 2
+    z.add_(1)
+    return z.relu().split(2, 0)[0]
+
+
 def test_pre_grad_rewrites_in_place_on_an_intermediate_out_of_place():
     backend = eqsat_backend(inner="eager")
-    _check(intermediate_inplace, backend)
+    _check(intermediate_inplace_rows, backend)
     assert backend.reports and not any(r.fallback for r in backend.reports), [r.skipped for r in backend.reports]
     assert backend.reports[0].changed and backend.reports[0].rules_used, backend.reports[0].summary()
+
+
+def test_pre_grad_refuses_the_rewrite_that_makes_a_strided_output_contiguous():
+    """Split along columns, eager's output is a (4, 3) view with strides (12, 1) of the (4, 12)
+    relu; the relu of the piece alone is contiguous: a user sees other strides, so it is refused."""
+    backend = eqsat_backend(inner="eager")
+    _check(intermediate_inplace, backend)
+    (report,) = backend.reports
+    assert report.fallback == "validation mismatch" and not report.changed, report.summary()
+    assert report.refused == "validation: strides of output 0: (3, 1) != (12, 1)"
 
 
 @pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)

@@ -7,7 +7,7 @@ the result. Only completed optimizations are stored (a changed graph, or "nothin
 fallback. An entry is JSON data (``serialize``): reading one runs nothing it names. The report's
 ``cache`` says ``hit``, ``miss`` or ``off`` (``Options.cache=False``, ``EQSAT_CACHE=0``, Inductor's
 ``force_disable_caches``, a cache folder refused by ``store.usable``, or a graph without a
-fingerprint). The trust model, location, size limit and eviction: ``docs/cache.md``.
+fingerprint). The trust model, location, size limit and eviction: ``docs/reference.md`` (The cache).
 """
 from __future__ import annotations
 

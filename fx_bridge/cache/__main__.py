@@ -1,5 +1,5 @@
 """``python -m eqsat_torch.cache clear`` deletes every entry; ``python -m eqsat_torch.cache info`` says
-where the cache is, how many entries it holds, their size and the cap (``docs/cache.md``)."""
+where the cache is, how many entries it holds, their size and the cap (``docs/reference.md`` (The cache))."""
 from __future__ import annotations
 
 import argparse

@@ -136,7 +136,7 @@ def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
     it with strides (16, 4, 1) where eager's are (8, 2, 1)). The buffer is pinned to its own strides
     (``compat.realize_to_strides``), so its pieces have eager's."""
     out = next(n for n in reversed(graph.nodes) if n.op == "output")
-    outs = list(out.args[0])
+    outs = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
     visible = outs if user is None else outs[:user]
     for n in visible:
         if not isinstance(n, torch.fx.Node):

@@ -85,3 +85,45 @@ def test_gradients_off_eager_under_tf32_but_nearer_float64_are_no_mismatch():
 def test_gradients_farther_from_float64_than_eager_under_tf32_are_a_mismatch():
     problems, _ = _compare_linear(_bf16)
     assert "gradients" in [k for k, _ in problems], problems
+
+
+# -- a view of an output given a dense layout -------------------------------------------------------------
+def _outputs_of(x: torch.Tensor, dense: bool):
+    base = torch.relu(x).unbind(2)[2]  # (2, 2), strides (6, 3): no dense layout
+    base = base.contiguous() if dense else base
+    return (base, base.narrow(1, 1, 1))
+
+
+def _compare_outputs(got):
+    import collections
+
+    from bench.soak.cases import Case
+    from bench.soak.compare import compare
+
+    x = torch.randn(2, 2, 3)
+    case = Case(0, "infer", lambda x: _outputs_of(x, False), [x])
+    stats = collections.Counter()
+    return compare(case, got(x), _outputs_of(x, False), [x], [x.clone()], "cpu", stats), stats
+
+
+def test_a_view_of_an_output_made_dense_is_no_strides_mismatch():
+    """CPU soak seed 3005246 (torch 2.11; 2.13 with --inductor): output 0, eager's a non-dense select
+    of a relu, came back dense (as aliasing.py allows), and output 1, a narrow of it, in that layout:
+    (2, 1) with strides (2, 1) where eager's are (6, 3), still a view of output 0."""
+    problems, stats = _compare_outputs(lambda x: _outputs_of(x, True))
+    assert problems == [], problems
+    assert stats["views_of_dense_outputs"] == 1, stats
+
+
+def test_an_output_in_another_layout_that_views_no_dense_output_is_a_strides_mismatch():
+    def second_of_another_buffer(x):
+        base, _ = _outputs_of(x, True)
+        return base, torch.relu(x)[:, :, 2].contiguous().narrow(1, 1, 1)  # eager's values, not base's view
+    problems, _ = _compare_outputs(second_of_another_buffer)
+    assert "strides" in [k for k, _ in problems], problems
+
+
+@pytest.mark.slow  # an Inductor compile, eqsat's and the plain one
+def test_soak_seed_3005246_through_inductor(every_compile_runs_the_pass):
+    result = run_case(3005246, train=False, device="cpu", inductor=True)
+    assert result["problems"] == [], result["problems"]

@@ -116,7 +116,7 @@ def _is_view(n: torch.fx.Node) -> bool:
             and n.target._schema.returns[0].alias_info is not None)
 
 
-def _view_root(n: torch.fx.Node) -> torch.fx.Node:
+def view_root(n: torch.fx.Node) -> torch.fx.Node:
     """The tensor ``n`` is a chain of views of (``n`` itself where it is no view); a piece of a
     ``split`` (``getitem``) is a view of the split's operand."""
     while True:
@@ -141,7 +141,7 @@ def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
     for n in visible:
         if not isinstance(n, torch.fx.Node):
             continue
-        root = _view_root(n)
+        root = view_root(n)
         val, base = n.meta.get("val"), root.meta.get("val")
         if (root is not n and root.op == "call_function" and isinstance(val, torch.Tensor)
                 and isinstance(base, torch.Tensor) and val.numel() < base.numel()):

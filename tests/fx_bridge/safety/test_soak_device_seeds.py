@@ -127,3 +127,10 @@ def test_an_output_in_another_layout_that_views_no_dense_output_is_a_strides_mis
 def test_soak_seed_3005246_through_inductor(every_compile_runs_the_pass):
     result = run_case(3005246, train=False, device="cpu", inductor=True)
     assert result["problems"] == [], result["problems"]
+
+
+def test_a_view_of_an_input_returned_twice_is_two_tensors_in_the_aot_path(every_compile_runs_the_pass):
+    """CPU soak seed 3008771t (torch 2.11; 2.13 too, not with --inductor): the soak's eager run of the
+    AOT graphs returned ``x.unbind(0)[0]`` and its ``view_as`` as one tensor; Inductor returns two."""
+    result = run_case(3008771, train=True, device="cpu")
+    assert result["problems"] == [], result["problems"]

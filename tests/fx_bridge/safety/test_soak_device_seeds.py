@@ -13,7 +13,8 @@ def every_compile_runs_the_pass(monkeypatch):
     import torch._inductor.config as inductor_config
 
     monkeypatch.setitem(os.environ, "EQSAT_CACHE", "0")
-    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    with inductor_config.patch(fx_graph_cache=False):  # monkeypatch's undo would delete the config's name
+        yield
 
 
 @pytest.mark.slow  # two Inductor compiles of a training step, eqsat's and the plain one

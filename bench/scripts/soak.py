@@ -73,7 +73,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="write every case as JSON lines here, as it ends")
     ap.add_argument("--summary", default=None, help="write the totals as JSON here (also on Ctrl-C or a timeout's SIGTERM)")
     ap.add_argument("--memory-gb", type=float, default=6.0,
-                    help="address space per CPU worker: a case that blows up aborts its worker, not the machine")
+                    help="address space per CPU worker above what it holds before its first case (a CUDA build's "
+                         "libraries and driver reservation): a case that blows up aborts its worker, not the machine")
     ap.add_argument("--case-timeout", "--stall", dest="case_timeout", type=float, default=300.0,
                     help="seconds one case may run; then its worker is killed, the case reported lost, and a "
                          "fresh worker goes on (--stall: the old name)")

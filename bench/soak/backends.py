@@ -11,7 +11,7 @@ from functorch.compile import make_boxed_func
 from bench.soak.compare import _strides
 from eqsat_torch.backend import EqsatBackend, _trains, optimize_or_keep
 from eqsat_torch.inductor import compat
-from eqsat_torch.inductor.post_grad import EqsatPostGradPass
+from eqsat_torch.inductor.post_grad import EqsatPostGradPass, view_root
 from eqsat_torch.options import Options
 from eqsat_torch.safety.aliasing import inductor_view
 
@@ -51,10 +51,29 @@ def _aot_as_inductor(post: Callable[[torch.fx.Graph], None] | None = None):
         if post is not None:
             post(gm.graph)
         compat.inductor_remove_noop_ops(gm.graph)
+        _fresh_input_views(gm)
         _keep_layouts(gm, before)
         return make_boxed_func(gm.forward)
 
     return compat.aot_backend(post_compiler, compat.inductor_decompositions(_INDUCTOR_DECOMPOSES))
+
+
+def _fresh_input_views(gm: torch.fx.GraphModule) -> None:
+    """A view of an input returned at two output positions is two tensors, as Inductor returns it (a
+    ``reinterpret_tensor`` of the input at each); run eagerly, the graph returned one object twice.
+    Soak seed 3008771t (CPU, torch 2.11 and 2.13, not with --inductor): ``x.unbind(0)[0]`` and its
+    ``view_as``, whose ``alias`` ``remove_noop_ops`` drops, came back as the very same tensor."""
+    out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    seen: set = set()
+    outs = list(out.args[0])
+    for i, n in enumerate(outs):
+        if isinstance(n, torch.fx.Node) and n in seen and n.op != "placeholder" and view_root(n).op == "placeholder":
+            with gm.graph.inserting_before(out):
+                outs[i] = gm.graph.call_function(torch.ops.aten.alias.default, (n,))
+            outs[i].meta.update(n.meta)
+        seen.add(n)
+    out.args = (type(out.args[0])(outs),)
+    gm.recompile()
 
 
 def _output_layouts(gm: torch.fx.GraphModule) -> list:

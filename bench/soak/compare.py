@@ -38,6 +38,25 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
+def _same_view_of(g: torch.Tensor, w: torch.Tensor, base_g: torch.Tensor, base_w: torch.Tensor) -> bool:
+    """``g`` is the view of our output ``base_g`` that ``w`` is of eager's ``base_w``: each dim of
+    ``w`` steps as one dim of ``base_w`` does, and the same dim of ``base_g`` steps as ``g``'s. Where
+    eager's base is no dense layout and ours is (``_dense``), a view of it has other strides than
+    eager's view, and shares storage with its base as eager's does (soak seed 3005246, torch 2.11 and
+    2.13: ``relu(x).unbind(2)[2]`` and a ``narrow`` of it, (2, 1) with strides (2, 1), eager's (6, 3))."""
+    def storage(t):
+        return t.untyped_storage().data_ptr()
+    if storage(g) != storage(base_g) or storage(w) != storage(base_w):
+        return False
+    for n, sw, sg in zip(w.shape, w.stride(), g.stride()):
+        if n == 1:
+            continue
+        dims = [k for k in range(base_w.dim()) if base_w.shape[k] != 1 and base_w.stride(k) == sw]
+        if len(dims) != 1 or base_g.stride(dims[0]) != sg:
+            return False
+    return True
+
+
 def _storage(t: torch.Tensor) -> torch.Tensor:
     """Every element of ``t``'s storage, as a flat tensor (what a write outside its view changes)."""
     n = t.untyped_storage().nbytes() // t.element_size()
@@ -134,10 +153,15 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
     rg, rw = [o.requires_grad for o in got], [o.requires_grad for o in want]
     if rg != rw:
         problems.append(("requires_grad", f"{rg} != eager's {rw}"))
+    densified: list[int] = []
     for i, (g, w) in enumerate(zip(got, want)):
         if _strides(g) != _strides(w):
             if _dense(g) and not _dense(w):
                 stats["dense_for_non_dense"] += 1
+                densified.append(i)
+                continue
+            if any(_same_view_of(g, w, got[j], want[j]) for j in densified):
+                stats["views_of_dense_outputs"] += 1
                 continue
             problems.append(("strides", f"output {i} of shape {tuple(w.shape)}: strides {g.stride()}, eager's {w.stride()}"))
             break
@@ -159,6 +183,7 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
         loss_b.backward()
         named = [(f"input {i}", x, y) for i, (x, y) in enumerate(zip(a, b))]
         named += [(f"parameter {n}", x, y) for (n, x), (_, y) in zip(*params)]
+        exact = None  # float64's gradients, where one is off eager's under reduced matmul precision
         for name, x, y in named:
             if (x.grad is None) != (y.grad is None):
                 problems.append(("gradients", f"{name}: grad {'None' if x.grad is None else 'set'}, eager's "
@@ -172,7 +197,43 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
                            msg=lambda m, name=name: f"{name}: {m}")
                 else:
                     tol = _grad_tolerance(y.grad, ref.get(name, 0.0))
-                    _close("gradients", problems, x.grad, y.grad, rtol=0.0, atol=tol,
+                    found: list = []
+                    _close("gradients", found, x.grad, y.grad, rtol=0.0, atol=tol,
                            msg=lambda m, name=name, tol=tol, r=ref.get(name, 0.0):
                            f"{name} (tolerance {tol:.3g}; without eqsat off by {r:.3g}): {m}")
+                    if found and _reduced_matmul_precision(case):
+                        exact = exact if exact is not None else _float64_gradients(case, device, ws)
+                        if exact is not None and _as_close_as_eager(x.grad, y.grad, exact.get(name)):
+                            stats["gradients_as_close_as_eager"] += 1
+                            found = []
+                    problems.extend(found)
     return problems
+
+
+def _reduced_matmul_precision(case: Case) -> bool:
+    """Float32 matmuls may round their operands (TF32 on CUDA, bfloat16 in oneDNN on CPU): a
+    gradient through a matmul is then off float64 by ~1e-3 of its size, and a compile that runs
+    other matmuls (eqsat batches linears into one ``bmm``) or none (a small one as a product and a
+    sum) rounds elsewhere. GPU soak seeds 4000027t, 4000047t, ...: eqsat ~1e-3 off eager where the
+    compile without eqsat, the same ``mm`` calls, is 1e-7 off."""
+    return case.context.get("matmul_precision") in ("high", "medium")
+
+
+def _float64_gradients(case: Case, device: str, weights: list) -> dict | None:
+    """The gradients of the loss ``compare`` takes (weights ``weights``), by input and parameter
+    name, with the program run in float64; None where it cannot run so."""
+    xs = [x.detach().to(torch.float64).requires_grad_(x.requires_grad) if x.is_floating_point() else x
+          for x in _copies(case, device)]
+    program = _program(case, device, torch.float64)
+    try:
+        outs = _run(case, program, xs)
+        loss = sum((o.double() * w.double()).sum() for o, w in zip(outs, weights) if o.requires_grad)
+        loss.backward()
+    except Exception:  # noqa: BLE001 — a program written for its dtype: no reference, the mismatch stands
+        return None
+    finally:
+        _restore_modes()
+    grads = {f"input {i}": x.grad for i, x in enumerate(xs) if isinstance(x, torch.Tensor)}
+    if case.module:
+        grads.update({f"parameter {n}": p.grad for n, p in program.named_parameters()})
+    return grads

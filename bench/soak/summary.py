@@ -82,6 +82,8 @@ def totals(results: list[dict]) -> dict:
         "dense_for_non_dense": sum(r.get("dense_for_non_dense", 0) for r in results),
         "restrided": sum(r.get("restrided", 0) for r in results),
         "values_as_close_as_eager": sum(r.get("values_as_close_as_eager", 0) for r in results),
+        "views_of_dense_outputs": sum(r.get("views_of_dense_outputs", 0) for r in results),
+        "gradients_as_close_as_eager": sum(r.get("gradients_as_close_as_eager", 0) for r in results),
         "slowest_case_seconds": max((r.get("seconds", 0.0) for r in results), default=0.0),
         "cpu_seconds": round(sum(r.get("cpu_seconds", 0.0) for r in results), 1),  # in the workers' cases
         "cases_per_cpu_second": round(len(results) / max(sum(r.get("cpu_seconds", 0.0) for r in results), 1e-9), 3),
@@ -110,6 +112,8 @@ def summarize(results: list[dict]) -> str:
             f"{kinds(c['with_other_features'])}; "
             f"{t['called_under_no_grad']} inference cases called under no_grad; "
             f"{t['redrawn']} programs eager rejects redrawn; {t['dense_for_non_dense']} outputs "
-            f"dense where eager's layout is not (as aliasing.py allows), {t['restrided']} "
+            f"dense where eager's layout is not (as aliasing.py allows) and {t['views_of_dense_outputs']} views of them, "
+            f"{t['restrided']} "
             f"given the strides Inductor keeps after the post-grad pass, {t['values_as_close_as_eager']} "
-            f"off eager's values but no farther from float64's than eager")
+            f"off eager's values but no farther from float64's than eager, {t['gradients_as_close_as_eager']} "
+            f"gradients so under reduced matmul precision")

@@ -329,6 +329,12 @@ def no_dispatch_fake():
         yield
 
 
+def realize_to_strides(node: torch.fx.Node) -> None:
+    """Have Inductor write ``node``'s buffer in the strides of its fake value (in their order, which
+    for a dense value fixes them), not a layout of its choosing (``GraphLowering.run_node``)."""
+    node.meta["inductor_realize_to_strides"] = True
+
+
 def aot_user_outputs(graph: torch.fx.Graph) -> int | None:
     """How many leading outputs of an AOTAutograd graph the user sees (mutated inputs, outputs,
     their intermediate bases); the rest of a forward graph's outputs are activations saved for the

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import operator
 from typing import Any
 
 import torch
@@ -101,11 +102,50 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
         if new_gm is not body:
             refuse_new_merges(graph, _with_body(graph, new_gm.graph, epilogue), user)
             _replace_body(graph, new_gm.graph, epilogue)
+            _keep_user_layouts(graph, user)
             compat.mark_eager_rounding(graph)
     except Exception as e:  # never break a compile over a graph we cannot improve safely
         report = kept_original(e, len(graph.nodes), " post-grad")
     artifacts.graph_after("post_grad", graph, report)
     return report
+
+
+def _is_view(n: torch.fx.Node) -> bool:
+    return (n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and bool(n.args)
+            and isinstance(n.args[0], torch.fx.Node) and bool(n.target._schema.returns)
+            and n.target._schema.returns[0].alias_info is not None)
+
+
+def view_root(n: torch.fx.Node) -> torch.fx.Node:
+    """The tensor ``n`` is a chain of views of (``n`` itself where it is no view); a piece of a
+    ``split`` (``getitem``) is a view of the split's operand."""
+    while True:
+        if n.op == "call_function" and n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
+            n = n.args[0]
+        if not _is_view(n):
+            return n
+        n = n.args[0]
+
+
+def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
+    """A user-visible output that is a piece of a buffer the graph computes keeps eager's strides.
+    Inductor gives a user-visible output the strides recorded before the post-grad passes exactly
+    where the output is no view, but only their order where it is a view; the buffer under it has a
+    flexible layout, and a piece of it can come back as a view of a buffer laid out otherwise (soak
+    seed 4000485t: a ``sum`` of shape (2, 12, 2) laid out with strides (2, 4, 1), output 1 a slice of
+    it with strides (16, 4, 1) where eager's are (8, 2, 1)). The buffer is pinned to its own strides
+    (``compat.realize_to_strides``), so its pieces have eager's."""
+    out = next(n for n in reversed(graph.nodes) if n.op == "output")
+    outs = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+    visible = outs if user is None else outs[:user]
+    for n in visible:
+        if not isinstance(n, torch.fx.Node):
+            continue
+        root = view_root(n)
+        val, base = n.meta.get("val"), root.meta.get("val")
+        if (root is not n and root.op == "call_function" and isinstance(val, torch.Tensor)
+                and isinstance(base, torch.Tensor) and val.numel() < base.numel()):
+            compat.realize_to_strides(root)
 
 
 def _over_budget(graph: torch.fx.Graph, allowance: Allowance) -> Report:

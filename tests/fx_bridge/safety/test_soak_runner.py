@@ -26,3 +26,32 @@ def test_a_hanging_case_and_a_dying_worker_lose_only_their_cases():
     assert [results[s]["problem"] for s in (0, 3, 4)] == [None, None, None]
     assert results[1]["problem"] == "lost" and "timed out" in results[1]["detail"], results[1]
     assert results[2]["problem"] == "lost" and "died" in results[2]["detail"], results[2]
+
+
+_RESERVE_THEN_CAP = """
+import mmap, sys
+import torch
+from bench.soak.pool import _limit_memory
+reserved = mmap.mmap(-1, 8 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                     prot=0)  # address space held, no memory: as a CUDA build's driver holds it
+_limit_memory(1.0)
+torch.ones(2**26).sum()  # 256 MB: under the cap
+try:
+    torch.ones(2**29)  # 2 GB: over it
+except (MemoryError, RuntimeError):
+    sys.exit(0)
+sys.exit(5)
+"""
+
+
+def test_the_memory_cap_counts_from_the_workers_own_address_space():
+    """A worker that already holds 8 GB of address space (torch 2.11's CUDA build on a CPU soak: 726
+    ``MemoryError`` crashes under a fixed 6 GB cap) can still run a case within ``--memory-gb``, and a
+    case that goes past it still fails."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    done = subprocess.run([sys.executable, "-c", _RESERVE_THEN_CAP], cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> Path:
             continue
         zoo_dir = args.out / "zoo" / model
         cli.zoo(cli.parser().parse_args(
-            ["zoo", "--models", model, "--modes", ",".join(MODES), "--settings", args.settings,
+            ["zoo", "--models", model, "--modes", *MODES, "--settings", *args.settings.split(","),
              "--device", args.device, "--size", str(args.size), "--rounds", str(args.rounds), "--out", str(zoo_dir)]))
         results = [json.loads(line) for line in (zoo_dir / "results.jsonl").read_text().splitlines() if line.strip()]
         rows += table_rows(results)

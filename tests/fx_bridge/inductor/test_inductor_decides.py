@@ -140,11 +140,12 @@ def test_programs_between_are_measured_where_ours_lost_else_within_the_share(mon
 
 
 @pytest.mark.slow
-def test_zoo_llama_of_current_transformers_compiles_a_program_between():
-    """Issue 29's case: a whole 2-layer LlamaModel of transformers 5.x, where ours launches more than
-    the input on the (fake) H200 and ours without one rule's rewrites fewer than both (measured: 31
-    as written, 38 ours, 27 without ``batch_add``). Transformers 4.52's Llama has no such case; the hf
-    extra installs 5.x."""
+def test_zoo_llama_of_current_transformers_compiles_the_program_inductor_counts_fewest():
+    """Issue 29's case: a whole 2-layer LlamaModel of transformers 5.x under a mispriced cost model.
+    Whatever extraction proposes, the program compiled is the candidate Inductor counts the fewest
+    launches for, and it computes what eager does. (Measured on transformers 5.x in issue 29: 31 as
+    written, 38 ours, 27 without ``batch_add``: a candidate between won. With 5.25 and this round's
+    pricing ours is 28 against the input's 31 and wins outright.)"""
     transformers = pytest.importorskip("transformers")
     if int(transformers.__version__.split(".")[0]) < 5:
         pytest.skip(f"transformers {transformers.__version__}: the case needs 5.x")
@@ -156,8 +157,9 @@ def test_zoo_llama_of_current_transformers_compiles_a_program_between():
         torch.testing.assert_close(torch.compile(model, backend=backend)(*inputs), model(*inputs))
     report = backend.reports[0]
     counted = report.inductor_launches
-    assert report.inductor_winner not in ("input", "optimized"), report.summary()
-    assert counted["optimized"] > counted["input"] > counted[report.inductor_winner], counted
+    assert {"input", "optimized"} <= set(counted) and report.inductor_winner in counted, report.details()
+    assert counted[report.inductor_winner] == min(counted.values()), counted
+    assert counted[report.inductor_winner] < counted["input"], counted  # the rewrite that pays is kept
 
 
 def test_units_decided_on_their_own_are_all_in_the_graphs_report(monkeypatch):

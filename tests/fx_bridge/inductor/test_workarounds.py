@@ -154,7 +154,7 @@ def test_post_grad_pass_marks_its_new_nodes(monkeypatch):
     monkeypatch.setenv("EQSAT_CACHE", "0")
     monkeypatch.setattr(post_grad, "optimize_graph_in_place", spy)
     with torch._inductor.config.patch(force_disable_caches=True):
-        result = run_case(4000053, True, inductor=True)
+        result = run_case(4000053, True, inductor=True, contexts=False)  # the soak's program of that seed
     assert result["problems"] == []
     new = [n for report, nodes in seen if report.changed for n in nodes
            if "original_aten" not in n.meta and n.target is not operator.getitem]

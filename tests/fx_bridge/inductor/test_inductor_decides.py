@@ -158,7 +158,8 @@ def test_zoo_llama_of_current_transformers_compiles_the_program_inductor_counts_
     report = backend.reports[0]
     counted = report.inductor_launches
     assert {"input", "optimized"} <= set(counted) and report.inductor_winner in counted, report.details()
-    assert counted[report.inductor_winner] == min(counted.values()), counted
+    measured = {name: n for name, n in counted.items() if isinstance(n, int)}  # a failed count is its reason
+    assert counted[report.inductor_winner] == min(measured.values()), counted
     assert counted[report.inductor_winner] < counted["input"], counted  # the rewrite that pays is kept
 
 

@@ -183,7 +183,7 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
         loss_b.backward()
         named = [(f"input {i}", x, y) for i, (x, y) in enumerate(zip(a, b))]
         named += [(f"parameter {n}", x, y) for (n, x), (_, y) in zip(*params)]
-        exact = None  # float64's gradients, where one is off eager's under reduced matmul precision
+        exact = None  # float64's gradients, where one is off eager's by more than rounding explains
         for name, x, y in named:
             if (x.grad is None) != (y.grad is None):
                 problems.append(("gradients", f"{name}: grad {'None' if x.grad is None else 'set'}, eager's "
@@ -201,7 +201,7 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
                     _close("gradients", found, x.grad, y.grad, rtol=0.0, atol=tol,
                            msg=lambda m, name=name, tol=tol, r=ref.get(name, 0.0):
                            f"{name} (tolerance {tol:.3g}; without eqsat off by {r:.3g}): {m}")
-                    if found and _reduced_matmul_precision(case):
+                    if found:
                         exact = exact if exact is not None else _float64_gradients(case, device, ws)
                         if exact is not None and _as_close_as_eager(x.grad, y.grad, exact.get(name)):
                             stats["gradients_as_close_as_eager"] += 1
@@ -210,18 +210,14 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
     return problems
 
 
-def _reduced_matmul_precision(case: Case) -> bool:
-    """Float32 matmuls may round their operands (TF32 on CUDA, bfloat16 in oneDNN on CPU): a
-    gradient through a matmul is then off float64 by ~1e-3 of its size, and a compile that runs
-    other matmuls (eqsat batches linears into one ``bmm``) or none (a small one as a product and a
-    sum) rounds elsewhere. GPU soak seeds 4000027t, 4000047t, ...: eqsat ~1e-3 off eager where the
-    compile without eqsat, the same ``mm`` calls, is 1e-7 off."""
-    return case.context.get("matmul_precision") in ("high", "medium")
-
-
 def _float64_gradients(case: Case, device: str, weights: list) -> dict | None:
     """The gradients of the loss ``compare`` takes (weights ``weights``), by input and parameter
-    name, with the program run in float64; None where it cannot run so."""
+    name, with the program run in float64; None where it cannot run so. A gradient off eager's by
+    more than ``_grad_tolerance`` passes where it is no farther from these than eager's, as torch's
+    accuracy checks judge: float32 matmuls may round their operands (TF32 on CUDA, GPU soak seeds
+    4000027t, 4000047t: eqsat batches linears into one ``bmm`` and rounds elsewhere, ~1e-3 off),
+    and a ``LayerNorm`` over two elements divides rounding by a tiny deviation (CPU seed 3001193t:
+    a float32 weight gradient 2.4e-5 off eager's, against a tolerance of 1.6e-5)."""
     xs = [x.detach().to(torch.float64).requires_grad_(x.requires_grad) if x.is_floating_point() else x
           for x in _copies(case, device)]
     program = _program(case, device, torch.float64)

@@ -116,4 +116,4 @@ def summarize(results: list[dict]) -> str:
             f"{t['restrided']} "
             f"given the strides Inductor keeps after the post-grad pass, {t['values_as_close_as_eager']} "
             f"off eager's values but no farther from float64's than eager, {t['gradients_as_close_as_eager']} "
-            f"gradients so under reduced matmul precision")
+            f"gradients so")

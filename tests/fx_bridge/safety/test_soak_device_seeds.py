@@ -135,3 +135,12 @@ def test_a_view_of_an_input_returned_twice_is_two_tensors_in_the_aot_path(every_
     AOT graphs returned ``x.unbind(0)[0]`` and its ``view_as`` as one tensor; Inductor returns two."""
     result = run_case(3008771, train=True, device="cpu")
     assert result["problems"] == [], result["problems"]
+
+
+def test_a_float32_gradient_through_a_two_wide_layernorm_is_judged_against_float64():
+    """CPU soak seed 3001193t (a float32 module step, no context): eqsat's gradient of a Linear
+    feeding a LayerNorm over two elements is 2.4e-5 off eager's, above the rounding tolerance
+    (1.6e-5), yet no farther from the float64 program's than eager's; judged so, no mismatch."""
+    result = run_case(3001193, train=True, device="cpu")
+    assert result["problem"] is None, result["problems"]
+    assert result.get("gradients_as_close_as_eager", 0) >= 1, result

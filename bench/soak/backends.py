@@ -11,9 +11,9 @@ from functorch.compile import make_boxed_func
 from bench.soak.compare import _strides
 from eqsat_torch.backend import EqsatBackend, _trains, optimize_or_keep
 from eqsat_torch.inductor import compat
-from eqsat_torch.inductor.post_grad import EqsatPostGradPass, view_root
+from eqsat_torch.inductor.post_grad import EqsatPostGradPass
 from eqsat_torch.options import Options
-from eqsat_torch.safety.aliasing import inductor_view
+from eqsat_torch.safety.aliasing import inductor_view, view_base
 
 
 # -- the compilers ------------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def _fresh_input_views(gm: torch.fx.GraphModule) -> None:
     seen: set = set()
     outs = list(out.args[0])
     for i, n in enumerate(outs):
-        if isinstance(n, torch.fx.Node) and n in seen and n.op != "placeholder" and view_root(n).op == "placeholder":
+        if isinstance(n, torch.fx.Node) and n in seen and n.op != "placeholder" and view_base(n).op == "placeholder":
             with gm.graph.inserting_before(out):
                 outs[i] = gm.graph.call_function(torch.ops.aten.alias.default, (n,))
             outs[i].meta.update(n.meta)

@@ -225,6 +225,18 @@ def inductor_remove_noop_ops(graph: torch.fx.Graph) -> None:
     remove_noop_ops(graph)
 
 
+def inductor_reinplaceable_ops() -> dict[Any, tuple[int, ...]]:
+    """The functional ops Inductor's post-grad ``reinplace_inplaceable_ops`` may run in place, with
+    the positions of the arguments they would overwrite (the ``*_scatter`` ops before it rewrites
+    them to its generalized scatter: their base)."""
+    from torch._inductor.fx_passes import reinplace
+
+    table = {target: (op.mutated_arg,) if isinstance(op.mutated_arg, int) else tuple(op.mutated_arg)
+             for target, op in reinplace.inplaceable_ops.items()}
+    table.update({target: (0,) for target in getattr(reinplace, "_SCATTER_OP_TO_VIEW", {})})
+    return table
+
+
 def aten_schema_is_mutable(target: Any) -> bool:
     schema = getattr(target, "_schema", None)
     return bool(schema is not None and schema.is_mutable)

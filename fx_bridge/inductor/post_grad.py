@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import operator
 from typing import Any
 
 import torch
@@ -37,7 +36,9 @@ from eqsat_torch.inductor import compat
 from eqsat_torch.cache.key import source_hash
 from eqsat_torch.safety.context import Context
 from eqsat_torch.safety.fallback import kept_original
+from eqsat_torch.safety.aliasing import view_base
 from eqsat_torch.safety.noop_outputs import refuse_new_merges
+from eqsat_torch.safety.reinplaced_outputs import refuse_reinplaced_outputs
 from eqsat_torch.options import Options, device_of
 from eqsat_torch.report import Report
 
@@ -100,7 +101,9 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
                                           {"user_outputs": user, "copied_back": len(epilogue)}, run)
                           if cached else run())
         if new_gm is not body:
-            refuse_new_merges(graph, _with_body(graph, new_gm.graph, epilogue), user)
+            rewritten = _with_body(graph, new_gm.graph, epilogue)
+            refuse_new_merges(graph, rewritten, user)
+            refuse_reinplaced_outputs(graph, rewritten)
             _replace_body(graph, new_gm.graph, epilogue)
             _keep_user_layouts(graph, user)
             compat.mark_eager_rounding(graph)
@@ -108,23 +111,6 @@ def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: 
         report = kept_original(e, len(graph.nodes), " post-grad")
     artifacts.graph_after("post_grad", graph, report)
     return report
-
-
-def _is_view(n: torch.fx.Node) -> bool:
-    return (n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and bool(n.args)
-            and isinstance(n.args[0], torch.fx.Node) and bool(n.target._schema.returns)
-            and n.target._schema.returns[0].alias_info is not None)
-
-
-def view_root(n: torch.fx.Node) -> torch.fx.Node:
-    """The tensor ``n`` is a chain of views of (``n`` itself where it is no view); a piece of a
-    ``split`` (``getitem``) is a view of the split's operand."""
-    while True:
-        if n.op == "call_function" and n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
-            n = n.args[0]
-        if not _is_view(n):
-            return n
-        n = n.args[0]
 
 
 def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
@@ -141,7 +127,7 @@ def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
     for n in visible:
         if not isinstance(n, torch.fx.Node):
             continue
-        root = view_root(n)
+        root = view_base(n)
         val, base = n.meta.get("val"), root.meta.get("val")
         if (root is not n and root.op == "call_function" and isinstance(val, torch.Tensor)
                 and isinstance(base, torch.Tensor) and val.numel() < base.numel()):

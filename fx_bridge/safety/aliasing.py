@@ -237,6 +237,17 @@ def inductor_view(n: Any) -> bool:
                 and not schema.is_mutable)
 
 
+def view_base(n: torch.fx.Node) -> torch.fx.Node:
+    """The node ``n`` is a view of (``n`` itself where it is none), through views and the pieces
+    of a split, as Inductor reads them (``inductor_view``)."""
+    while inductor_view(n):
+        src = n.args[0].args[0] if n.target is operator.getitem else n.args[0]
+        if not isinstance(src, torch.fx.Node):
+            break
+        n = src
+    return n
+
+
 def same_layout(a: tuple | None, b: tuple | None) -> bool:
     """Equal strides on every dim of size > 1 (a size-1 dim's stride is never used); symbolic sizes
     and strides are compared as expressions, so no guard is added."""

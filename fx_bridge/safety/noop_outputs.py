@@ -17,12 +17,11 @@ node's args, a 1-tuple holding the list, so it never holds; soak seed 3001290: `
 from __future__ import annotations
 
 import itertools
-import operator
 
 import torch
 
 from eqsat_torch.inductor import compat
-from eqsat_torch.safety.aliasing import inductor_view
+from eqsat_torch.safety.aliasing import view_base
 from eqsat_torch.lowering.lowered import Unsupported
 
 
@@ -59,20 +58,10 @@ def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
     leaves = list(out) if isinstance(out, (tuple, list)) else [out]
     keys = [(n, storage(compat.storage_key(n.meta.get("val")))) if isinstance(n, torch.fx.Node)
             else None for n in leaves]
-    return {(i, j): (SAME_NODE if a[0] is b[0] else VIEW_OF_OTHER if _base(b[0]) is a[0] or _base(a[0]) is b[0]
+    return {(i, j): (SAME_NODE if a[0] is b[0] else VIEW_OF_OTHER if view_base(b[0]) is a[0] or view_base(a[0]) is b[0]
                      else SAME_STORAGE)
             for (i, a), (j, b) in itertools.combinations(enumerate(keys), 2)
             if a is not None and b is not None and (a[0] is b[0] or a[1] is not None and a[1] == b[1])}
-
-
-def _base(n: torch.fx.Node) -> torch.fx.Node:
-    """The node ``n`` is a view of, through views (Inductor's reading of the schema)."""
-    while inductor_view(n):
-        src = n.args[0].args[0] if n.target is operator.getitem else n.args[0]
-        if not isinstance(src, torch.fx.Node):
-            break
-        n = src
-    return n
 
 
 def _input_nodes(n: torch.fx.Node) -> list:

@@ -68,19 +68,28 @@ class OutOfTime(RuntimeError):
 class Allowance:
     """Optimizer seconds for one compile. Each pass draws a :class:`Deadline` of what is left and
     spends what it used; time between passes (a training step runs its forward before its backward
-    is compiled) is not the optimizer's and is not spent."""
+    is compiled) is not the optimizer's and is not spent. Deadlines drawn inside an open one (a pass
+    around the optimizer: its checks and splicing) see the time the outer one has run as spent, and
+    only the outermost adds its time to ``spent``, so nothing is counted twice."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.spent = 0.0
+        self._opened: list[float] = []  # start of each open deadline, outermost first
 
     def left(self) -> float:
-        return max(0.0, self.seconds - self.spent)
+        running = time.perf_counter() - self._opened[0] if self._opened else 0.0
+        return max(0.0, self.seconds - self.spent - running)
 
     @contextmanager
-    def deadline(self) -> Iterator[Deadline]:
-        d = Deadline(self.left())
+    def deadline(self, reserve: float = 0.0) -> Iterator[Deadline]:
+        """A deadline of what is left less ``reserve`` (work that runs after its phases, inside it:
+        the checks of the program they produce)."""
+        d = Deadline(max(0.0, self.left() - reserve))
+        self._opened.append(d.start)
         try:
             yield d
         finally:
-            self.spent += d.elapsed()
+            self._opened.pop()
+            if not self._opened:
+                self.spent += d.elapsed()

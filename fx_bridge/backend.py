@@ -69,11 +69,12 @@ class EqsatBackend:
         trains = _trains(gm, example_inputs)
         combo = compose.setting(opts, inductor, example_inputs)
         artifacts.graph_before("pre_grad", gm.graph)
-        new_gm, report = cache.optimized(
-            "pre_grad", gm, example_inputs, opts, device_of(example_inputs),
-            {"frozen_params": frozen, "train_step": trains, "grad": torch.is_grad_enabled(), "combo": combo},
-            lambda: _decided(optimize_or_keep(gm, example_inputs, opts, frozen, trains, allowance, combo),
-                             example_inputs, combo, frozen))
+        with allowance.deadline():  # all of the pass is the optimizer's: the cache key, the probe
+            new_gm, report = cache.optimized(
+                "pre_grad", gm, example_inputs, opts, device_of(example_inputs),
+                {"frozen_params": frozen, "train_step": trains, "grad": torch.is_grad_enabled(), "combo": combo},
+                lambda: _decided(optimize_or_keep(gm, example_inputs, opts, frozen, trains, allowance, combo),
+                                 example_inputs, combo, frozen, allowance))
         artifacts.graph_after("pre_grad", new_gm.graph, report)
         self.reports.append(report)
         inductor = compose.inductor_options(report, inductor, combo)
@@ -125,10 +126,10 @@ def _trains(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
 
 
 def _decided(result: tuple[torch.fx.GraphModule, Report], example_inputs: Sequence[Any], combo: bool | str,
-             frozen: bool) -> tuple[torch.fx.GraphModule, Report]:
+             frozen: bool, allowance: Allowance) -> tuple[torch.fx.GraphModule, Report]:
     """The combo-kernel decision for a graph Inductor did not measure with its program."""
     new_gm, report = result
-    return new_gm, compose.decide_unmeasured(new_gm, example_inputs, report, combo, frozen)
+    return new_gm, compose.decide_unmeasured(new_gm, example_inputs, report, combo, frozen, allowance)
 
 
 def optimize_or_keep(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options,

@@ -95,13 +95,17 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     if not cost.batch_pointwise:
         opts = dataclasses.replace(opts, disabled=(*opts.disabled, *POINTWISE_BATCHES))
     report = Report(graph_nodes=len(gm.graph.nodes))
+    allowance = allowance or Allowance(opts.seconds)
+    if not _affords_anything(allowance, report):
+        return gm, report
     report.context_disabled = switched_off(select(opts.families, opts.disabled, opts.extra_rules), ctx,
                                            {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)})
     if report.context_disabled:
         opts = dataclasses.replace(opts, disabled=(*opts.disabled, *report.context_disabled))
     setting = decide.COMBO.set(combo)
-    with (allowance or Allowance(opts.seconds)).deadline() as deadline:  # every phase and round
-        report.budget_seconds = deadline.seconds
+    # every phase and round; the checks of what they return (``check``) run in the time they leave
+    report.budget_seconds = allowance.left()
+    with allowance.deadline(reserve=price("check", len(gm.graph.nodes))) as deadline:
         try:
             new_gm = _optimize_by_parts(gm, example_inputs, opts, report, deadline, Outputs(user_outputs, copied_back))
             if new_gm is not gm:
@@ -115,6 +119,20 @@ def optimize(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             report.peak_rss_mb = _peak_rss_mb()
             if deadline.hit:
                 report.stop_reason = f"time budget ({deadline.hit})"
+
+
+def _affords_anything(allowance: Allowance, report: Report) -> bool:
+    """Whether the time left pays for the cheapest way through: lowering and raising the graph and
+    checking the result (the plan's cuts cost more per node). Asked before anything else runs, so a
+    graph far too big for ``seconds=`` costs nothing (the rules are not even compiled)."""
+    n = report.graph_nodes
+    need = price("lower", n) + price("raise", n) + price("check", n)
+    if allowance.left() >= need:
+        return True
+    report.budget_seconds, report.stop_reason = allowance.left(), "time budget (lower)"
+    report.notes.append(f"budget: lowering, raising and checking {n} nodes are priced {need:.3f} s, "
+                        f"{allowance.left():.3f} s of {allowance.seconds:g} s left; skipped, the graph kept")
+    return False
 
 
 def _optimize_by_parts(gm, example_inputs, opts: Options, report: Report, deadline: Deadline,

@@ -17,6 +17,8 @@ from typing import Any, Sequence
 
 import torch
 
+from eqsat.budget import price
+from eqsat.deadline import Allowance
 from eqsat_torch.inductor import compat
 from eqsat_torch.options import Options, device_of
 from eqsat_torch.report import Report
@@ -50,14 +52,21 @@ def _decides(opts: Options, example_inputs: Sequence[Any]) -> bool:
 
 
 def decide_unmeasured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], report: Report,
-                      combo: bool | str, frozen: bool) -> Report:
+                      combo: bool | str, frozen: bool, allowance: Allowance | None = None) -> Report:
     """Where Inductor did not decide with the program (eqsat kept the graph, or did not measure),
     count ``gm`` with and without combo kernels and record the choice: on when fewer launches
-    (``Report.combo_kernels``). A graph the probe cannot lower keeps them off."""
+    (``Report.combo_kernels``). A graph the probe cannot lower keeps them off, and so does one whose
+    count (priced per node, ``eqsat.budget``) does not fit the time ``allowance`` has left."""
     from eqsat_torch.inductor import probe
     from eqsat_torch.inductor.launches import ProbeError
 
     if combo != DECIDE or report.combo_kernels is not None:
+        return report
+    n = len(gm.graph.nodes)
+    if allowance is not None and allowance.left() < price("probe", n):
+        report.combo_kernels = False
+        report.notes.append(f"combo kernels off: Inductor's count of {n} nodes is priced {price('probe', n):.3f} s, "
+                            f"{allowance.left():.3f} s of {allowance.seconds:g} s left")
         return report
     try:
         counted = probe.count_launches(gm, example_inputs, "cuda", "torch", frozen, combo=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
+from eqsat.budget import price
 from eqsat.deadline import Deadline
 from eqsat_torch.inductor import probe, verify
 from eqsat_torch.options import Options, device_of
@@ -19,11 +20,6 @@ from eqsat_torch.report import Report, timed
 
 if TYPE_CHECKING:
     from eqsat_torch.pipeline import Alternative
-
-# Inductor's lowering and scheduling of a graph (``probe``) take about this long per node:
-# H200 host, a 231-node Dynamo graph 1.6 s, its post-grad graph 0.7 s. Verification is skipped where
-# the budget left cannot pay for both candidates.
-VERIFY_SECONDS_PER_NODE = 0.007
 
 # Beyond the input and the optimizer's program, Inductor measures at most this many programs with
 # some of the rewrites put back (``eqsat.partial``): where ours launches no fewer than the input, all
@@ -52,8 +48,8 @@ def inductor_decides(original, optimized, example_inputs, dialect: str, report: 
     (``eqsat_torch.inductor.verify``): the model proposes, Inductor decides (issue 29). With no time left
     nothing is measured, and the note says so; the programs between are measured within ``seconds=``
     where ours lost, else only while the measuring stays within ``VERIFY_SHARE`` of the compile."""
-    per_node = VERIFY_SECONDS_PER_NODE * len(optimized.graph.nodes)
-    if deadline.out_of_time("verify", per_node + VERIFY_SECONDS_PER_NODE * len(original.graph.nodes)):
+    per_node = price("probe", len(optimized.graph.nodes))  # verification is skipped where the budget
+    if deadline.out_of_time("verify", per_node + price("probe", len(original.graph.nodes))):  # cannot pay both
         report.notes.append("not measured by Inductor: too little of the time budget is left")
         return optimized
     before, start = report.optimizer_seconds, time.perf_counter()

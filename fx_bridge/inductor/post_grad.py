@@ -21,6 +21,7 @@ step: 38 → 30 launches).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 from typing import Any
@@ -84,7 +85,14 @@ class EqsatPostGradPass(compat.CustomGraphPass):
 def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: Allowance | None = None,
                             cached: bool = False) -> Report:
     """Optimize a post-grad graph in place; on any failure leave it untouched and say why.
-    ``cached``: through the persistent cache (``eqsat_torch.cache``), as the pass Inductor runs does."""
+    ``cached``: through the persistent cache (``eqsat_torch.cache``), as the pass Inductor runs does.
+    All of it (taking the body out, the checks, splicing) is spent from ``allowance``."""
+    with allowance.deadline() if allowance is not None else contextlib.nullcontext():
+        return _optimize_graph_in_place(graph, options, allowance, cached)
+
+
+def _optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: Allowance | None,
+                             cached: bool) -> Report:
     try:
         artifacts.graph_before("post_grad", graph)
         if allowance is not None and allowance.left() < price("splice", len(graph.nodes)):

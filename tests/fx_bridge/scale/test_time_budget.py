@@ -146,7 +146,7 @@ def test_a_training_compile_spends_seconds_once_across_its_three_graphs(uncached
     for r in passes:
         assert r.budget_seconds <= left + 1e-6, (r.budget_seconds, left)
         left = r.budget_seconds - r.optimizer_seconds
-    assert passes[0].budget_seconds == 30.0
+    assert 29.0 < passes[0].budget_seconds <= 30.0  # less what the pass spent before it (the cache key)
     assert sum(r.optimizer_seconds for r in passes) <= 30.0
 
 
@@ -186,24 +186,72 @@ def _started(monkeypatch, module, *names) -> list[str]:
     return calls
 
 
-@pytest.mark.parametrize("pieces, phase", [(1024, "lower"), (4096, "units")])  # whole; by units (> REGION_NODES)
-def test_a_phase_that_does_not_fit_is_skipped_before_it_starts(monkeypatch, pieces, phase):
-    """Lowering (and cutting split/cat units) cannot stop once started, so each is priced from the
-    graph's size before it starts and skipped, the input kept, when the price exceeds the time left;
-    the report says which phase and why (it used to start them: ``seconds=0.01`` took 0.15-0.6 s)."""
+def test_a_graph_no_phase_can_pay_for_costs_nothing(monkeypatch):
+    """Where the time left cannot pay for lowering, raising and checking the graph (the cheapest way
+    through), the optimizer returns the input before anything runs, the rules not even compiled
+    (``seconds=0.01`` at 4,096 pieces spent 0.08 s there under load, the promise being 0.061 s)."""
+    from eqsat_torch import pipeline
+
+    gm, inputs = split_pointwise_cat(1024)
+    _priced_out(monkeypatch)
+    started = _started(monkeypatch, pipeline, "select", "functionalize_intermediates")
+    new_gm, report = optimize(gm, inputs, {"seconds": 30.0})
+    assert started == [], started
+    assert new_gm is gm and not report.changed and report.stop_reason == "time budget (lower)"
+    priced = re.match(r"budget: lowering, raising and checking (\d+) nodes are priced ([\d.]+) s, "
+                      r"[\d.]+ s of 30 s left; skipped", report.notes[0])
+    assert priced and float(priced[2]) == 3 * int(priced[1]), report.notes  # at 1 s a node, three phases
+
+
+def test_cutting_units_that_does_not_fit_is_skipped_before_it_starts(monkeypatch):
+    """Cutting split/cat units cannot stop once started, so it is priced from the graph's size
+    before it starts and skipped, the input kept, when the price exceeds the time left; the report
+    says which phase and why (it used to start it: ``seconds=0.01`` took 0.15-0.6 s)."""
+    from eqsat import budget
     from eqsat_torch import pipeline
     from eqsat_torch.scale import plan
 
-    gm, inputs = split_pointwise_cat(pieces)
-    _priced_out(monkeypatch)
+    gm, inputs = split_pointwise_cat(4096)  # > REGION_NODES: optimized by units
+    monkeypatch.setitem(budget.SECONDS_PER_NODE, "units", 1.0)
     started = _started(monkeypatch, pipeline, "functionalize_intermediates") + _started(monkeypatch, plan, "Units")
     new_gm, report = optimize(gm, inputs, {"seconds": 30.0})
-    assert started == [], started
+    assert "Units" not in started, started  # the regions the plan falls back to are lowered (stand-in: kept)
     assert new_gm is gm and not report.changed
-    assert report.stop_reason == f"time budget ({phase})", report.stop_reason
-    priced = re.match(rf"budget: {phase} of (\d+) nodes is priced ([\d.]+) s, [\d.]+ s of 30 s left; skipped",
+    assert report.stop_reason == "time budget (units)", report.stop_reason
+    priced = re.match(r"budget: units of (\d+) nodes is priced ([\d.]+) s, [\d.]+ s of [\d.]+ s left; skipped",
                       report.notes[0])
-    assert priced and float(priced[2]) == int(priced[1]) > 2 * pieces, report.notes  # at 1 s a node
+    assert priced and float(priced[2]) == int(priced[1]) > 2 * 4096, report.notes  # at 1 s a node
+
+
+def test_nested_deadlines_see_the_outer_ones_time_and_spend_it_once():
+    """The post-grad pass opens a deadline around the optimizer's own: the inner one is drawn from
+    what is left after the outer has run, and only the outer's time is spent."""
+    from eqsat.deadline import Allowance
+
+    allowance = Allowance(5.0)
+    with allowance.deadline():
+        time.sleep(0.2)
+        with allowance.deadline(reserve=1.0) as inner:
+            time.sleep(0.1)
+        assert inner.seconds <= 5.0 - 0.2 - 1.0
+        assert allowance.left() <= 5.0 - 0.3
+    assert 0.3 <= allowance.spent < 0.4, allowance.spent
+
+
+def test_the_combo_kernel_count_that_does_not_fit_is_not_made(monkeypatch):
+    """Counting a kept graph's launches with and without combo kernels (Inductor's lowering on the
+    fake GPU, seconds on big graphs) is priced before it starts; when it does not fit, combo kernels
+    stay off and the report says why."""
+    from eqsat.deadline import Allowance
+    from eqsat_torch.inductor import compose, probe
+    from eqsat_torch.report import Report
+
+    gm, inputs = split_pointwise_cat(64)
+    _priced_out(monkeypatch)
+    started = _started(monkeypatch, probe, "count_launches")
+    report = compose.decide_unmeasured(gm, inputs, Report(), compose.DECIDE, False, Allowance(30.0))
+    assert started == [] and report.combo_kernels is False, started
+    assert "combo kernels off: Inductor's count of" in report.notes[0], report.notes
 
 
 def test_the_post_grad_pass_is_skipped_when_copying_its_body_out_does_not_fit(monkeypatch):

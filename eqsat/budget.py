@@ -46,6 +46,7 @@ SECONDS_PER_NODE = {
     "check": 1e-4,       # per node of the input: the equivalence check (both graphs run on fake
                          # tensors, 3 us measured) and the post-grad output checks (``remove_noop_ops``
                          # on two copies: 94 us), run on the program the phases return
+    "key": 1e-4,         # the warm-start cache's key: hashing the graph and its inputs (36-72 us measured)
     "probe": 7e-3,       # Inductor's lowering and scheduling on the fake GPU (``inductor.probe``): a
                          # 231-node Dynamo graph 1.6 s, its post-grad graph 0.7 s (H200 host)
 }

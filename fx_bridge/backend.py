@@ -74,7 +74,7 @@ class EqsatBackend:
                 "pre_grad", gm, example_inputs, opts, device_of(example_inputs),
                 {"frozen_params": frozen, "train_step": trains, "grad": torch.is_grad_enabled(), "combo": combo},
                 lambda: _decided(optimize_or_keep(gm, example_inputs, opts, frozen, trains, allowance, combo),
-                                 example_inputs, combo, frozen, allowance))
+                                 example_inputs, combo, frozen, allowance), allowance)
         artifacts.graph_after("pre_grad", new_gm.graph, report)
         self.reports.append(report)
         inductor = compose.inductor_options(report, inductor, combo)

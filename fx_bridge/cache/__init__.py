@@ -20,6 +20,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from eqsat.budget import price
+from eqsat.deadline import Allowance
 from eqsat_torch.inductor import compat
 from eqsat_torch.options import Options
 from eqsat_torch.report import Report
@@ -39,11 +41,19 @@ def enabled(opts: Options) -> bool:
 
 
 def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], opts: Options,
-              device: str, facts: Mapping[str, Any], run: Callable[[], Result]) -> Result:
+              device: str, facts: Mapping[str, Any], run: Callable[[], Result],
+              allowance: Allowance | None = None) -> Result:
     """``run()``'s result for optimizing ``gm`` in ``stage`` (``pre_grad``: Dynamo's graph, Torch-IR;
-    ``post_grad``: an Aten graph), through the cache."""
+    ``post_grad``: an Aten graph), through the cache. Hashing the graph for its key cannot stop: it
+    is priced (``eqsat.budget``) and the cache left out where ``allowance`` cannot pay for it."""
     if not enabled(opts):
         return _with(run(), "off")
+    n = len(gm.graph.nodes)
+    if allowance is not None and allowance.left() < price("key", n):
+        result = _with(run(), "off")
+        result[1].notes.append(f"not cached: the key of {n} nodes is priced {price('key', n):.3f} s, "
+                               f"{allowance.left():.3f} s of {allowance.seconds:g} s left")
+        return result
     if not store.usable():
         result = _with(run(), "off")
         result[1].notes.append(f"not cached: the cache folder {store.folder()} is refused (see the log)")

@@ -106,7 +106,7 @@ def _optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance:
                             context=Context.capture().for_aten())
 
         new_gm, report = (cache.optimized("post_grad", body, inputs, options, device_of(inputs),
-                                          {"user_outputs": user, "copied_back": len(epilogue)}, run)
+                                          {"user_outputs": user, "copied_back": len(epilogue)}, run, allowance)
                           if cached else run())
         if new_gm is not body:
             rewritten = _with_body(graph, new_gm.graph, epilogue)

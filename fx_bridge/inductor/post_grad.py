@@ -95,7 +95,7 @@ def _optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance:
                              cached: bool) -> Report:
     try:
         artifacts.graph_before("post_grad", graph)
-        if allowance is not None and allowance.left() < price("splice", len(graph.nodes)):
+        if allowance is not None and allowance.left() < _least_price(len(graph.nodes)):
             return _over_budget(graph, allowance)
         body, epilogue, inputs = functional_body(graph)
         user = compat.aot_user_outputs(graph)
@@ -142,11 +142,17 @@ def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
             compat.realize_to_strides(root)
 
 
+def _least_price(n: int) -> float:
+    """The least the pass costs on a graph of ``n`` nodes where it optimizes anything: taking the
+    body out and splicing it back, lowering, raising and checking it (``pipeline._affords_anything``)."""
+    return sum(price(phase, n) for phase in ("splice", "lower", "raise", "check"))
+
+
 def _over_budget(graph: torch.fx.Graph, allowance: Allowance) -> Report:
     """The compile's optimizer time left cannot pay for taking the body out and splicing it back."""
     n = len(graph.nodes)
     report = Report(graph_nodes=n, budget_seconds=allowance.left(), stop_reason="time budget (splice)")
-    report.notes.append(f"budget: the post-grad pass on {n} nodes is priced {price('splice', n):.3f} s, "
+    report.notes.append(f"budget: the post-grad pass on {n} nodes is priced {_least_price(n):.3f} s, "
                         f"{allowance.left():.3f} s of {allowance.seconds:g} s left; skipped, the graph kept")
     return report
 

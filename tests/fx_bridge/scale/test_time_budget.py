@@ -255,9 +255,10 @@ def test_the_combo_kernel_count_that_does_not_fit_is_not_made(monkeypatch):
 
 
 def test_the_post_grad_pass_is_skipped_when_copying_its_body_out_does_not_fit(monkeypatch):
-    """Taking the body out of an Aten graph and splicing it back cannot stop: when its price exceeds
-    what is left of the compile's allowance the pass keeps the graph as it is, before copying
-    anything; when it fits, the pass goes on to copy the body out."""
+    """Taking the body out of an Aten graph and splicing it back cannot stop: when its price, with
+    the least the optimizer needs after it (lowering, raising, checking), exceeds what is left of the
+    compile's allowance the pass keeps the graph as it is, before copying anything (it copied a
+    1,926-node body out in 0.25 s, then found no time to lower it); when it fits, it goes on."""
     from eqsat.deadline import Allowance
     from eqsat_torch.inductor import post_grad
 

@@ -26,9 +26,10 @@ from eqsat.terms import Ref
 
 from eqsat_torch.raising import aten_spelling
 from eqsat_torch.inductor import compat
-from eqsat_torch.lowering.lowered import Lowered, OpaqueSpec, Slot, TupleVal
+from eqsat_torch.lowering.lowered import Lowered, OpaqueSpec, Slot, TupleVal, Unsupported
 from eqsat_torch.lowering.symbolic import SymNodes, SymScalar, fake_inputs, shape_env_of
 from eqsat_torch.lowering.targets import torch_callable
+from eqsat_torch.safety.context import Context
 
 _OPERATOR_OF = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
@@ -324,6 +325,23 @@ def _reshape_unviewable(n: torch.fx.Node) -> bool:
     return True
 
 
+def _refuse_if_autocast_stops_it(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], e: Exception) -> None:
+    """Raise :class:`Unsupported` where the program failed only because of the compile's autocast:
+    its per-op policy refuses some dtypes (soak seed 3000284: a batched linear's ``stack`` of
+    float16 pieces under CPU bfloat16 autocast, which eager never ran). Such a program is kept out,
+    as a rewrite that changes which ops run must keep autocast's policy (``safety.context``)."""
+    ctx = Context.capture()
+    if not ctx.autocasting():
+        return
+    try:
+        with ctx.for_aten().entered():
+            compat.propagate_fake(gm, fake_inputs(gm, example_inputs), None)
+    except Exception:  # noqa: BLE001 — it fails without autocast too: the original error stands
+        return
+    raise Unsupported(f"the rewritten program does not run under the compile's {ctx.describe()} "
+                      f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e
+
+
 def refresh_fake_values(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str) -> None:
     """Propagate fake values through ``gm``: every node's ``val`` comes from this one run (the
     aliasing check compares their storages), and nodes we created also get the key their dialect's
@@ -344,6 +362,7 @@ def refresh_fake_values(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             compat.propagate_fake(gm, inputs, mend)
     except Exception as e:
         if shape_env is None:
+            _refuse_if_autocast_stops_it(gm, example_inputs, e)
             raise
         raise compat.NewGuard(f"the graph does not trace over symbolic sizes: {type(e).__name__}: "
                                     f"{str(e).splitlines()[0] if str(e) else ''}") from e

@@ -35,3 +35,14 @@ def test_disabled_region_under_an_enabled_autocast_is_kept():
         expected = RotaryLike()(x, w)
     torch.testing.assert_close(out, expected)
     assert_kept(report, "_enter_autocast")
+
+
+def test_a_program_autocast_refuses_to_run_is_kept_cleanly():
+    """Soak seed 3000284: float16 inputs under CPU bfloat16 autocast. Batching two linears of split
+    pieces (padded to one width) stacks float16 pieces, which autocast's policy for ``stack``
+    refuses on the CPU (eager runs no ``stack``): the program is kept out with the reason, not as an
+    internal error, and the case matches eager."""
+    from bench.soak.check import run_case
+
+    result = run_case(3000284, train=False)
+    assert result["problem"] is None and "internal_errors" not in result, result

@@ -108,7 +108,11 @@ def _float64_outputs(case: Case, device: str) -> tuple | None:
         _restore_modes()
 
 
-def _as_close_as_eager(got: torch.Tensor, want: torch.Tensor, exact) -> bool:
+def _as_close_as_eager(got: torch.Tensor, want: torch.Tensor, exact, floor: float = 1e-5) -> bool:
+    """``got`` is at most twice as far from ``exact`` (float64's result) as ``want`` (eager's), three
+    times in half precision, plus ``floor``: ``torch._dynamo.utils.same``'s judgement against a
+    float64 reference (root mean square errors; ``floor`` is its ``tol / 10``: 1e-5 for values as at
+    inference, 1e-4 for gradients, torch's benchmark harness judging training at ``tol=1e-3``)."""
     if (not got.is_floating_point() or got.dtype == torch.float64 or not isinstance(exact, torch.Tensor)
             or exact.shape != got.shape or not torch.equal(got.isfinite(), want.isfinite())):
         return False
@@ -116,9 +120,10 @@ def _as_close_as_eager(got: torch.Tensor, want: torch.Tensor, exact) -> bool:
     if not torch.equal(got[~finite].nan_to_num(), want[~finite].nan_to_num()):  # the same infinities
         return False
 
-    def err(t):
-        return (t[finite].double() - exact[finite].double()).abs().max().item() if finite.any() else 0.0
-    return err(got) <= 2 * err(want) + 1e-5  # assert_close's default atol for these dtypes
+    def err(t):  # root mean square, as torch._dynamo.utils.same measures it against float64
+        return (t[finite].double() - exact[finite].double()).square().mean().sqrt().item() if finite.any() else 0.0
+    multiplier = 3.0 if got.dtype in (torch.float16, torch.bfloat16) else 2.0  # same's multipliers
+    return err(got) <= multiplier * err(want) + floor
 
 
 def _grad_tolerance(want: torch.Tensor, ref: float) -> float:
@@ -203,7 +208,7 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
                            f"{name} (tolerance {tol:.3g}; without eqsat off by {r:.3g}): {m}")
                     if found:
                         exact = exact if exact is not None else _float64_gradients(case, device, ws)
-                        if exact is not None and _as_close_as_eager(x.grad, y.grad, exact.get(name)):
+                        if exact is not None and _as_close_as_eager(x.grad, y.grad, exact.get(name), 1e-4):
                             stats["gradients_as_close_as_eager"] += 1
                             found = []
                     problems.extend(found)
@@ -216,8 +221,9 @@ def _float64_gradients(case: Case, device: str, weights: list) -> dict | None:
     more than ``_grad_tolerance`` passes where it is no farther from these than eager's, as torch's
     accuracy checks judge: float32 matmuls may round their operands (TF32 on CUDA, GPU soak seeds
     4000027t, 4000047t: eqsat batches linears into one ``bmm`` and rounds elsewhere, ~1e-3 off),
-    and a ``LayerNorm`` over two elements divides rounding by a tiny deviation (CPU seed 3001193t:
-    a float32 weight gradient 2.4e-5 off eager's, against a tolerance of 1.6e-5)."""
+    and a ``LayerNorm`` over two elements divides rounding by a tiny deviation (CPU seeds 3001193t,
+    3003839t: float32 weight gradients 2.4e-5 and 6e-5 off eager's, eager itself 2.4e-5 off float64,
+    0.1 % of the gradient)."""
     xs = [x.detach().to(torch.float64).requires_grad_(x.requires_grad) if x.is_floating_point() else x
           for x in _copies(case, device)]
     program = _program(case, device, torch.float64)

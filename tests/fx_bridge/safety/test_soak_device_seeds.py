@@ -137,10 +137,13 @@ def test_a_view_of_an_input_returned_twice_is_two_tensors_in_the_aot_path(every_
     assert result["problems"] == [], result["problems"]
 
 
-def test_a_float32_gradient_through_a_two_wide_layernorm_is_judged_against_float64():
-    """CPU soak seed 3001193t (a float32 module step, no context): eqsat's gradient of a Linear
-    feeding a LayerNorm over two elements is 2.4e-5 off eager's, above the rounding tolerance
-    (1.6e-5), yet no farther from the float64 program's than eager's; judged so, no mismatch."""
-    result = run_case(3001193, train=True, device="cpu")
+@pytest.mark.parametrize("seed", [3001193, 3003839])
+def test_a_float32_gradient_through_a_two_wide_layernorm_is_judged_against_float64(seed):
+    """CPU soak seeds 3001193t, 3003839t (float32 module steps, no context): eqsat's gradient of a
+    Linear feeding a LayerNorm over two elements is 2.4e-5 (6e-5) off eager's, above the rounding
+    tolerance (1.6e-5), where eager is itself 2.4e-5 off float64 (0.1 % of the gradient: the
+    LayerNorm divides rounding by a tiny deviation). Judged against float64 as torch's benchmark
+    harness judges training (``compare._as_close_as_eager``), no mismatch."""
+    result = run_case(seed, train=True, device="cpu")
     assert result["problem"] is None, result["problems"]
     assert result.get("gradients_as_close_as_eager", 0) >= 1, result

@@ -58,6 +58,12 @@ def price(phase: str, count: int) -> float:
     return SECONDS_PER_NODE[phase] * count
 
 
+def least_price(count: int) -> float:
+    """The cheapest way through a graph of ``count`` nodes: lowering it, raising the result and
+    checking it (cutting it into units or regions costs more per node)."""
+    return price("lower", count) + price("raise", count) + price("check", count)
+
+
 class Work:
     """A count that a phase spends and checks (``spend`` says whether there was enough left)."""
 

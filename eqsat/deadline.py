@@ -81,6 +81,12 @@ class Allowance:
         running = time.perf_counter() - self._opened[0] if self._opened else 0.0
         return max(0.0, self.seconds - self.spent - running)
 
+    def short_of(self, cost: float) -> str | None:
+        """None where ``cost`` seconds fit what is left; else the report's words for why not
+        (``priced … s, … s of … s left``)."""
+        left = self.left()
+        return None if left >= cost else f"priced {cost:.3f} s, {left:.3f} s of {self.seconds:g} s left"
+
     @contextmanager
     def deadline(self, reserve: float = 0.0) -> Iterator[Deadline]:
         """A deadline of what is left less ``reserve`` (work that runs after its phases, inside it:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from eqsat import driver
-from eqsat.budget import Budget, price
+from eqsat.budget import Budget, least_price, price
 from eqsat.cost import CostModel, ProgramCost
 from eqsat.deadline import Allowance, Deadline, OutOfTime
 from eqsat.driver import Built, Extracted, Problem
@@ -125,13 +125,12 @@ def _affords_anything(allowance: Allowance, report: Report) -> bool:
     """Whether the time left pays for the cheapest way through: lowering and raising the graph and
     checking the result (the plan's cuts cost more per node). Asked before anything else runs, so a
     graph far too big for ``seconds=`` costs nothing (the rules are not even compiled)."""
-    n = report.graph_nodes
-    need = price("lower", n) + price("raise", n) + price("check", n)
-    if allowance.left() >= need:
+    why = allowance.short_of(least_price(report.graph_nodes))
+    if why is None:
         return True
     report.budget_seconds, report.stop_reason = allowance.left(), "time budget (lower)"
-    report.notes.append(f"budget: lowering, raising and checking {n} nodes are priced {need:.3f} s, "
-                        f"{allowance.left():.3f} s of {allowance.seconds:g} s left; skipped, the graph kept")
+    report.notes.append(f"budget: lowering, raising and checking {report.graph_nodes} nodes are {why}; "
+                        "skipped, the graph kept")
     return False
 
 

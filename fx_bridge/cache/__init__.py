@@ -49,10 +49,10 @@ def optimized(stage: str, gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     if not enabled(opts):
         return _with(run(), "off")
     n = len(gm.graph.nodes)
-    if allowance is not None and allowance.left() < price("key", n):
+    why = allowance.short_of(price("key", n)) if allowance is not None else None
+    if why is not None:
         result = _with(run(), "off")
-        result[1].notes.append(f"not cached: the key of {n} nodes is priced {price('key', n):.3f} s, "
-                               f"{allowance.left():.3f} s of {allowance.seconds:g} s left")
+        result[1].notes.append(f"not cached: the key of {n} nodes is {why}")
         return result
     if not store.usable():
         result = _with(run(), "off")

@@ -63,10 +63,10 @@ def decide_unmeasured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], r
     if combo != DECIDE or report.combo_kernels is not None:
         return report
     n = len(gm.graph.nodes)
-    if allowance is not None and allowance.left() < price("probe", n):
+    why = allowance.short_of(price("probe", n)) if allowance is not None else None
+    if why is not None:
         report.combo_kernels = False
-        report.notes.append(f"combo kernels off: Inductor's count of {n} nodes is priced {price('probe', n):.3f} s, "
-                            f"{allowance.left():.3f} s of {allowance.seconds:g} s left")
+        report.notes.append(f"combo kernels off: Inductor's count of {n} nodes is {why}")
         return report
     try:
         counted = probe.count_launches(gm, example_inputs, "cuda", "torch", frozen, combo=True)

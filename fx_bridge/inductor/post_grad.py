@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch.fx.node import map_arg
 
-from eqsat.budget import price
+from eqsat.budget import least_price, price
 from eqsat.deadline import Allowance
 
 from eqsat_torch import artifacts, cache
@@ -95,8 +95,9 @@ def _optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance:
                              cached: bool) -> Report:
     try:
         artifacts.graph_before("post_grad", graph)
-        if allowance is not None and allowance.left() < _least_price(len(graph.nodes)):
-            return _over_budget(graph, allowance)
+        why = allowance.short_of(_least_price(len(graph.nodes))) if allowance is not None else None
+        if why is not None:
+            return _over_budget(graph, allowance, why)
         body, epilogue, inputs = functional_body(graph)
         user = compat.aot_user_outputs(graph)
 
@@ -144,16 +145,15 @@ def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
 
 def _least_price(n: int) -> float:
     """The least the pass costs on a graph of ``n`` nodes where it optimizes anything: taking the
-    body out and splicing it back, lowering, raising and checking it (``pipeline._affords_anything``)."""
-    return sum(price(phase, n) for phase in ("splice", "lower", "raise", "check"))
+    body out and splicing it back, and the optimizer's cheapest way through it."""
+    return price("splice", n) + least_price(n)
 
 
-def _over_budget(graph: torch.fx.Graph, allowance: Allowance) -> Report:
-    """The compile's optimizer time left cannot pay for taking the body out and splicing it back."""
+def _over_budget(graph: torch.fx.Graph, allowance: Allowance, why: str) -> Report:
+    """The compile's optimizer time left cannot pay for the pass (``why``: ``Allowance.short_of``)."""
     n = len(graph.nodes)
     report = Report(graph_nodes=n, budget_seconds=allowance.left(), stop_reason="time budget (splice)")
-    report.notes.append(f"budget: the post-grad pass on {n} nodes is priced {_least_price(n):.3f} s, "
-                        f"{allowance.left():.3f} s of {allowance.seconds:g} s left; skipped, the graph kept")
+    report.notes.append(f"budget: the post-grad pass on {n} nodes is {why}; skipped, the graph kept")
     return report
 
 

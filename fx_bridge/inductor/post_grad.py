@@ -37,6 +37,7 @@ from eqsat_torch.inductor import compat
 from eqsat_torch.cache.key import source_hash
 from eqsat_torch.safety.context import Context
 from eqsat_torch.safety.fallback import kept_original
+from eqsat_torch.lowering.symbolic import output_leaves
 from eqsat_torch.safety.aliasing import view_base
 from eqsat_torch.safety.noop_outputs import refuse_new_merges
 from eqsat_torch.safety.reinplaced_outputs import refuse_reinplaced_outputs
@@ -130,8 +131,7 @@ def _keep_user_layouts(graph: torch.fx.Graph, user: int | None) -> None:
     seed 4000485t: a ``sum`` of shape (2, 12, 2) laid out with strides (2, 4, 1), output 1 a slice of
     it with strides (16, 4, 1) where eager's are (8, 2, 1)). The buffer is pinned to its own strides
     (``compat.realize_to_strides``), so its pieces have eager's."""
-    out = next(n for n in reversed(graph.nodes) if n.op == "output")
-    outs = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+    outs = output_leaves(graph)
     visible = outs if user is None else outs[:user]
     for n in visible:
         if not isinstance(n, torch.fx.Node):

@@ -189,9 +189,10 @@ def check_same_output_sizes(original: torch.fx.GraphModule, new: torch.fx.GraphM
             raise NotForEverySize(f"output size {_sizes(g)} is not {_sizes(w)} for every admitted size")
 
 
-def output_leaves(gm: torch.fx.GraphModule) -> list[Any]:
+def output_leaves(gm: torch.fx.GraphModule | torch.fx.Graph) -> list[Any]:
     """The output's leaves in order (FX nodes, or constants)."""
-    out = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    graph = gm.graph if isinstance(gm, torch.fx.GraphModule) else gm
+    out = next(n for n in reversed(graph.nodes) if n.op == "output")
     leaves: list[Any] = []
     map_aggregate(out.args[0], leaves.append)
     return leaves

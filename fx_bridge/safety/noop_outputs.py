@@ -23,6 +23,7 @@ import torch
 from eqsat_torch.inductor import compat
 from eqsat_torch.safety.aliasing import view_base
 from eqsat_torch.lowering.lowered import Unsupported
+from eqsat_torch.lowering.symbolic import output_leaves
 
 
 def refuse_new_merges(before: torch.fx.Graph, after: torch.fx.Graph, user: int | None = None) -> None:
@@ -54,10 +55,8 @@ def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
     inputs_before = {n: _input_nodes(n) for n in copy.nodes}
     compat.inductor_remove_noop_ops(copy)
     storage = _storages_after_removal(copy, inputs_before)
-    out = next(n for n in reversed(copy.nodes) if n.op == "output").args[0]
-    leaves = list(out) if isinstance(out, (tuple, list)) else [out]
     keys = [(n, storage(compat.storage_key(n.meta.get("val")))) if isinstance(n, torch.fx.Node)
-            else None for n in leaves]
+            else None for n in output_leaves(copy)]
     return {(i, j): (SAME_NODE if a[0] is b[0] else VIEW_OF_OTHER if view_base(b[0]) is a[0] or view_base(a[0]) is b[0]
                      else SAME_STORAGE)
             for (i, a), (j, b) in itertools.combinations(enumerate(keys), 2)

@@ -18,6 +18,7 @@ import torch
 
 from eqsat_torch.inductor import compat
 from eqsat_torch.lowering.lowered import Unsupported
+from eqsat_torch.lowering.symbolic import output_leaves
 from eqsat_torch.safety.aliasing import view_base
 
 
@@ -56,10 +57,8 @@ def _versions(graph: torch.fx.Graph) -> list[str | None]:
         memo[n] = found
         return found
 
-    out = next(n for n in reversed(graph.nodes) if n.op == "output").args[0]
-    leaves = list(out) if isinstance(out, (tuple, list)) else [out]
     found = []
-    for leaf in leaves:
+    for leaf in output_leaves(graph):
         base = view_base(leaf) if isinstance(leaf, torch.fx.Node) else None
         hit = input_of(base) if base is not None and base.op != "placeholder" else None
         found.append(hit.name if hit is not None else None)

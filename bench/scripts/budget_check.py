@@ -57,18 +57,11 @@ def promise(seconds: float) -> float:
 def dynamo_graph(pieces: int, rows: int = 64) -> tuple[torch.fx.GraphModule, list]:
     """Dynamo's graph of ``TwoStage`` at ``pieces`` and its inputs, traced once for every ``seconds``
     (tracing 16,384 pieces takes minutes, and no time of ours)."""
-    from bench.scripts.pipeline_scale import TwoStage
+    from bench.scripts.pipeline_scale import two_stage_graph
     from eqsat_torch.inductor import compat
 
-    compat.reset_dynamo()
-    captured = []
-
-    def keep(gm, example_inputs):
-        captured.append((gm, list(example_inputs)))
-        return gm.forward
-
-    torch.compile(TwoStage(), backend=keep)(torch.randn(rows, pieces))
-    return captured[0]
+    compat.reset_dynamo()  # each size static: a second size would be traced with symbolic sizes
+    return two_stage_graph(pieces, rows)
 
 
 def one_case(graph: tuple[torch.fx.GraphModule, list], seconds: float, inner: str = "inductor",

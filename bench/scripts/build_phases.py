@@ -16,10 +16,9 @@ import argparse
 import resource
 import time
 
-import torch
 
 from bench import tables
-from bench.scripts.pipeline_scale import TwoStage, graph_of_size
+from bench.scripts.pipeline_scale import graph_of_size, two_stage_graph
 from eqsat import driver
 from eqsat.cost import CostModel
 from eqsat.egraph import Session
@@ -33,13 +32,6 @@ from eqsat_torch.pipeline import problem_of
 from eqsat_rules.library import select, shape_rules
 
 STEPS = ("session", "load", "view", "price", "candidates")
-
-
-def dynamo_graph(pieces: int, rows: int = 64):
-    got = []
-    torch.compile(TwoStage(), backend=lambda gm, ex: got.append((gm, list(ex))) or gm.forward,
-                  fullgraph=True)(torch.randn(rows, pieces))
-    return got[0]
 
 
 def build_steps(gm, inputs) -> dict:
@@ -88,7 +80,7 @@ def main(argv=None) -> None:
     Session.bulk = not args.text
     print("\n".join(tables.header(["graph", "FX nodes", "statements", "lower s", *(f"{s} s" for s in STEPS),
                                     "build s", "price", "kernels", "peak RSS MB"])))
-    cases = [(f"{p} pieces", lambda p=p: dynamo_graph(p)) for p in args.pieces]
+    cases = [(f"{p} pieces", lambda p=p: two_stage_graph(p)) for p in args.pieces]
     cases += [(f"random ~{n}", lambda n=n: graph_of_size(n)) for n in args.nodes]
     for name, make in cases:
         r = build_steps(*make())

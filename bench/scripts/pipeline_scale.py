@@ -73,6 +73,14 @@ class TwoStage(torch.nn.Module):
         return torch.cat([torch.tanh(p) + 1 for p in torch.split(y, 4, dim=1)], dim=1)
 
 
+def two_stage_graph(pieces: int, rows: int = 64) -> tuple[torch.fx.GraphModule, list]:
+    """Dynamo's graph of ``TwoStage`` at ``pieces`` pieces and its example inputs, as a backend gets them."""
+    got = []
+    torch.compile(TwoStage(), backend=lambda gm, ex: got.append((gm, list(ex))) or gm.forward,
+                  fullgraph=True)(torch.randn(rows, pieces))
+    return got[0]
+
+
 def through_dynamo(pieces: int, train: bool, options: dict, rows: int = 64, device: str = "cpu",
                    inductor_alone: bool = False) -> dict:
     """Compile and run ``TwoStage`` (a training step with ``train``) through ``torch.compile`` on

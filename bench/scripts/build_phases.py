@@ -16,7 +16,6 @@ import argparse
 import resource
 import time
 
-
 from bench import tables
 from bench.scripts.pipeline_scale import graph_of_size, two_stage_graph
 from eqsat import driver

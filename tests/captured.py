@@ -11,6 +11,16 @@ def dynamo_graph(fn, *inputs):
     return got[0]
 
 
+def autocast_entries(fn, *inputs):
+    """``fn`` compiled by a backend that runs Dynamo's graph as it is: its outputs, and the
+    ``enabled`` argument of each ``_enter_autocast`` in the (first) graph, in order."""
+    graphs = []
+    torch._dynamo.reset()
+    got = torch.compile(fn, backend=lambda g, ex: graphs.append(g) or g.forward)(*inputs)
+    enters = [n for n in graphs[0].graph.nodes if n.target is torch.amp.autocast_mode._enter_autocast]
+    return got, [n.args[2] for n in enters]
+
+
 def assert_gpu_launches(fn, inputs, expected):
     """The GPU model plans ``expected`` (generated, extern) launches for ``fn``'s graph, and so does
     Inductor's scheduler for a CUDA device (the fake H200 on a CPU box) where it can run."""

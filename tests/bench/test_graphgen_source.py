@@ -10,6 +10,7 @@ from bench.graphgen import random_graph
 from bench.graphgen_ops import Features
 from bench.graphgen_source import as_function
 from bench.soak.cases import _draw, make_case
+from captured import autocast_entries
 
 
 def _program(seed: int):
@@ -34,17 +35,10 @@ def test_an_empty_region_is_recorded_as_the_user_wrote_it():
     gm, xs = _program(138)
     fn = as_function(gm)
     assert fn.code.count("with torch.autocast(") == 2 and "pass" in fn.code
-    graphs = []
-
-    def backend(g, example_inputs):
-        graphs.append(g)
-        return g.forward
-    torch._dynamo.reset()
-    got = torch.compile(fn, backend=backend)(*xs)
+    got, enabled = autocast_entries(fn, *xs)
     want = fn(*xs)
     torch.testing.assert_close(got, want)
-    enters = [n for n in graphs[0].graph.nodes if n.target is torch.amp.autocast_mode._enter_autocast]
-    assert [n.args[2] for n in enters] == [True, False]
+    assert enabled == [True, False]
 
 
 @pytest.mark.parametrize("seed", [3001984, 3002484])

@@ -18,6 +18,7 @@ from bench.soak.cases import Case, MATMUL_PRECISIONS, _draw_context, make_case
 import bench.soak.check as soak_check
 from bench.soak.check import check
 from bench.soak.summary import _contexts as summary_contexts
+from captured import autocast_entries
 
 
 def _contexts(seeds, train, device="cpu"):
@@ -89,18 +90,11 @@ def test_an_autocast_region_is_a_with_block_dynamo_records_as_a_user_writes_it()
                           features=Features(autocast_region=("cpu", torch.bfloat16), autocast_off_inside=1.0))
     fn = as_function(gm)
     assert fn.code.count("with torch.autocast(") == 2 and "enabled=False" in fn.code
-    graphs = []
-
-    def backend(g, example_inputs):
-        graphs.append(g)
-        return g.forward
-    torch._dynamo.reset()
-    got = torch.compile(fn, backend=backend)(*xs)
+    got, enabled = autocast_entries(fn, *xs)
     want = fn(*xs)
     assert [o.dtype for o in got] == [o.dtype for o in want]
     assert torch.bfloat16 in [o.dtype for o in want] or gm.meta["features"]["autocast_region"]
-    enters = [n for n in graphs[0].graph.nodes if n.target is torch.amp.autocast_mode._enter_autocast]
-    assert [n.args[2] for n in enters] == [True, False]
+    assert enabled == [True, False]
 
 
 # -- no false alarm: a compile that changes nothing passes every check, in every context ---------------

@@ -42,10 +42,15 @@ class Case:
         return isinstance(self.gm, torch.nn.Module) and not isinstance(self.gm, torch.fx.GraphModule)
 
     @property
+    def autocasts(self) -> bool:
+        """Autocast runs in the case: ambient, or a region in the program."""
+        return bool(self.context.get("autocast") or self.features.get("autocast_region"))
+
+    @property
     def tight(self) -> bool:
         """The context changes precision: dtypes and gradients are held to the compile without eqsat's."""
-        return bool(self.context.get("autocast") or self.features.get("autocast_region") or self.module
-                    or self.context.get("matmul_precision") not in (None, "highest"))
+        return (self.autocasts or self.module
+                or self.context.get("matmul_precision") not in (None, "highest"))
 
     @property
     def grad_mode(self) -> bool:

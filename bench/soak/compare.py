@@ -206,7 +206,7 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
                     _close("gradients", found, x.grad, y.grad, rtol=0.0, atol=tol,
                            msg=lambda m, name=name, tol=tol, r=ref.get(name, 0.0):
                            f"{name} (tolerance {tol:.3g}; without eqsat off by {r:.3g}): {m}")
-                    if found and not _autocasts(case):
+                    if found and not case.autocasts:
                         exact = exact if exact is not None else _float64_gradients(case, device, ws)
                         if exact is not None and _as_close_as_eager(x.grad, y.grad, exact.get(name), 1e-4):
                             stats["gradients_as_close_as_eager"] += 1
@@ -215,21 +215,17 @@ def compare(case: Case, got: tuple, want: tuple, a: list, b: list, device: str =
     return problems
 
 
-def _autocasts(case: Case) -> bool:
-    """Autocast runs in the case (ambient, or a region in the program): its casts are semantics, so a
-    gradient nearer float64 than eager's is no excuse but the sign that they were lost (issue 41)."""
-    return bool(case.context.get("autocast") or case.features.get("autocast_region"))
-
-
 def _float64_gradients(case: Case, device: str, weights: list) -> dict | None:
     """The gradients of the loss ``compare`` takes (weights ``weights``), by input and parameter
     name, with the program run in float64; None where it cannot run so. Outside autocast
-    (``_autocasts``), a gradient off eager's by more than ``_grad_tolerance`` passes where it is no
-    farther from these than eager's, as torch's accuracy checks judge: float32 matmuls may round their operands (TF32 on CUDA, GPU soak seeds
-    4000027t, 4000047t: eqsat batches linears into one ``bmm`` and rounds elsewhere, ~1e-3 off),
-    and a ``LayerNorm`` over two elements divides rounding by a tiny deviation (CPU seeds 3001193t,
-    3003839t: float32 weight gradients 2.4e-5 and 6e-5 off eager's, eager itself 2.4e-5 off float64,
-    0.1 % of the gradient)."""
+    (``Case.autocasts``: there its casts are semantics, and a gradient nearer float64 than eager's
+    is the sign they were lost, issue 41), a gradient off eager's by more than ``_grad_tolerance``
+    passes where it is no farther from these than eager's, as torch's accuracy checks judge:
+    float32 matmuls may round their operands (TF32 on CUDA, GPU soak seeds 4000027t, 4000047t:
+    eqsat batches linears into one ``bmm`` and rounds elsewhere, ~1e-3 off), and a ``LayerNorm``
+    over two elements divides rounding by a tiny deviation (CPU seeds 3001193t, 3003839t: float32
+    weight gradients 2.4e-5 and 6e-5 off eager's, eager itself 2.4e-5 off float64, 0.1 % of the
+    gradient)."""
     xs = [x.detach().to(torch.float64).requires_grad_(x.requires_grad) if x.is_floating_point() else x
           for x in _copies(case, device)]
     program = _program(case, device, torch.float64)

@@ -32,8 +32,28 @@ def _freezing_patterns(gm: torch.fx.GraphModule, inputs: list, constants: frozen
     for patterns in freezing_patterns.pass_patterns:
         patterns.apply(gm.graph)
     _fold_constants(gm)
+    _inline_small_constants(gm)
     gm.recompile()
     return gm, inputs
+
+
+def _inline_small_constants(gm: torch.fx.GraphModule) -> None:
+    """A constant Inductor inlines into the kernels that read it (a 0-d one as its ``item()``, a 1-d
+    one of at most 8 values as its list: ``GraphLowering.get_attr``) becomes a ``full`` of its shape,
+    which Inductor inlines the same way: a fake constant has no values to read (Gemma-2's embedding
+    scale under freezing failed every probe). The value stands in for the unknown one; it is no
+    identity (1, 0) that a lowering could simplify away."""
+    for node in list(gm.graph.nodes):
+        value = getattr(gm, node.target) if node.op == "get_attr" else None
+        if not isinstance(value, torch.Tensor) or not (value.dim() == 0 or value.dim() == 1 and value.shape[0] <= 8):
+            continue
+        fill = True if value.dtype == torch.bool else 0.5 if value.dtype.is_floating_point or value.dtype.is_complex else 3
+        with gm.graph.inserting_before(node):
+            full = gm.graph.call_function(torch.ops.aten.full.default, (list(value.shape), fill),
+                                          {"dtype": value.dtype, "device": value.device, "pin_memory": False})
+        full.meta = dict(node.meta)
+        node.replace_all_uses_with(full)
+        gm.graph.erase_node(node)
 
 
 def _fold_constants(gm: torch.fx.GraphModule) -> None:

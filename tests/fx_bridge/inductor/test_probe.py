@@ -310,3 +310,21 @@ def test_under_freezing_inductor_concatenates_linears_of_one_input_itself():
     gm, inputs = dynamo_graph(qkv, x, wq, wk, wv)
     assert count_launches(gm, inputs, dialect="torch").extern == 3
     assert count_launches(gm, inputs, dialect="torch", frozen=True).extern == 1
+
+
+@pytest.mark.parametrize("shape", [(), (4,)])
+def test_under_freezing_a_small_constant_is_inlined_as_inductor_inlines_it(shape):
+    """Gemma-2 scales its embeddings by a 0-d tensor: under freezing Inductor reads a 0-d (or short
+    1-d) constant's values and inlines them (``GraphLowering.get_attr``); the probe's constants are
+    fake, so every frozen Gemma-2 probe failed and the combo-kernel decision fell back to off
+    (27 launches against Inductor + combo's 26 on an H100)."""
+    x = torch.randn(16, 4)
+    scale = torch.nn.Parameter(torch.full(shape, 2.0))
+
+    def scaled(x, scale):
+        return (x * scale).relu()
+
+    gm, inputs = dynamo_graph(scaled, x, scale)
+    folded = count_launches(gm, inputs, dialect="torch", frozen=True)
+    assert (folded.generated, folded.extern) == (1, 0)              # one kernel, the scale inlined
+    assert folded.total == count_launches(gm, inputs, dialect="torch").total

@@ -50,6 +50,8 @@ SECONDS_PER_NODE = {
     "key": 1e-4,         # the warm-start cache's key: hashing the graph and its inputs (36-72 us measured)
     "probe": 7e-3,       # Inductor's lowering and scheduling on the fake GPU (``inductor.probe``): a
                          # 231-node Dynamo graph 1.6 s, its post-grad graph 0.7 s (H200 host)
+    "probe_cpu": 9e-3,   # the CPU probe also generates the C++ source (loop nests are decided there):
+                         # a 165-node Dynamo graph 1.1-1.5 s on 2 cores once warm (3.8 s the first)
 }
 
 

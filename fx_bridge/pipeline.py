@@ -200,9 +200,10 @@ def optimize_part(gm, example_inputs, opts: Options, report: Report, deadline: D
                 current_low = lower(current_gm, example_inputs)
     if not report.changed and not opts.always_raise:
         return original
-    if report.changed and decide.verifies(opts, example_inputs):
+    device = decide.probe_device(opts, example_inputs) if report.changed else None
+    if device is not None:
         current_gm = decide.inductor_decides(original, current_gm, example_inputs, current_low.dialect, report,
-                                              deadline, opts.cost.frozen_params, alternatives)
+                                              deadline, opts.cost.frozen_params, alternatives, device)
         if current_gm is original:
             return original
     if opts.validate and current_gm is not original:

@@ -33,30 +33,40 @@ VERIFY_SHARE = 0.5
 COMBO: contextvars.ContextVar[bool | str] = contextvars.ContextVar("eqsat_combo_kernels", default=False)
 
 
-def verifies(opts: Options, example_inputs: Sequence[Any]) -> bool:
-    """``verify=None``: Inductor decides on a GPU compile; ``True`` also where the GPU cost model
-    prices a CPU graph (Inductor then schedules it for an H200 it has not got)."""
-    wanted = device_of(example_inputs) == "cuda" if opts.verify is None else opts.verify
-    return wanted and opts.cost.gpu and probe.available("cuda")
+def probe_device(opts: Options, example_inputs: Sequence[Any]) -> str | None:
+    """The device Inductor decides for, or None. ``verify=None``: on a GPU compile (launches);
+    ``True`` also on a CPU compile, by loop nests (the count that follows CPU latency, issue 42; not
+    yet the default: each probe generates the C++ source, 1-1.5 s a 165-node graph), or where the
+    GPU cost model prices a CPU graph (Inductor then schedules it for an H200 it has not got)."""
+    device = device_of(example_inputs)
+    wanted = opts.verify if opts.verify is not None else device == "cuda"
+    if not wanted:
+        return None
+    if opts.cost.gpu:
+        return "cuda" if probe.available("cuda") else None
+    return "cpu" if device == "cpu" and opts.inner == "inductor" else None
 
 
 def inductor_decides(original, optimized, example_inputs, dialect: str, report: Report,
                       deadline: Deadline, frozen: bool = False,
-                      alternatives: Callable[[int], list[Alternative]] | None = None) -> torch.fx.GraphModule:
+                      alternatives: Callable[[int], list[Alternative]] | None = None,
+                      device: str = "cuda") -> torch.fx.GraphModule:
     """Our program, the input, or one between them (ours with some rewrites put back,
     ``alternatives``), whichever Inductor's own lowering and scheduler count the fewest launches for
-    (``eqsat_torch.inductor.verify``): the model proposes, Inductor decides (issue 29). With no time left
+    on ``device`` (loop nests on the CPU; ``eqsat_torch.inductor.verify``): the model proposes, Inductor decides (issue 29). With no time left
     nothing is measured, and the note says so; the programs between are measured within ``seconds=``
     where ours lost, else only while the measuring stays within ``VERIFY_SHARE`` of the compile."""
-    per_node = price("probe", len(optimized.graph.nodes))  # verification is skipped where the budget
-    if deadline.out_of_time("verify", per_node + price("probe", len(original.graph.nodes))):  # cannot pay both
+    probe_price = "probe" if device == "cuda" else "probe_cpu"
+    per_node = price(probe_price, len(optimized.graph.nodes))  # verification is skipped where the budget
+    if deadline.out_of_time("verify", per_node + price(probe_price, len(original.graph.nodes))):  # cannot pay both
         report.notes.append("not measured by Inductor: too little of the time budget is left")
         return optimized
     before, start = report.optimizer_seconds, time.perf_counter()
 
     def keep_going(measured: dict) -> bool:
-        """Within ``seconds=``; and ours lost to the input (the programs between are what can still
-        beat Inductor alone), or measuring is within its share of the compile."""
+        """Within ``seconds=``; and ours lost to the input on a GPU (the programs between are what can
+        still beat Inductor alone), or measuring is within its share of the compile (always on the
+        CPU, where a probe generates code: two more would double the compile)."""
         if deadline.left() <= per_node:  # seconds= (not marked as the budget's stop: the program is decided)
             return False
         ours, base = measured.get("optimized"), measured.get(verify.INPUT)
@@ -64,14 +74,14 @@ def inductor_decides(original, optimized, example_inputs, dialect: str, report: 
         lost = not isinstance(ours, Launches) or (isinstance(base, Launches)
                                                   and verify.best_key(ours, combo) >= verify.best_key(base, combo))
         spent = time.perf_counter() - start
-        return lost or spent <= VERIFY_SHARE * (before + spent)
+        return lost and device == "cuda" or spent <= VERIFY_SHARE * (before + spent)
 
-    combo = None if COMBO.get() == "decide" else bool(COMBO.get())
+    combo = None if COMBO.get() == "decide" and device == "cuda" else device == "cuda" and bool(COMBO.get())
     with timed(report, "verify"):
         between = {a.name: a for a in (alternatives(VERIFY_PARTIALS) if alternatives else [])}
         choice = verify.choose([(verify.INPUT, original), ("optimized", optimized),
                                 *((name, a.make) for name, a in between.items())],
-                               lambda g: _count(g, example_inputs, dialect, frozen, combo), keep_going, combo)
+                               lambda g: _count(g, example_inputs, dialect, frozen, combo, device), keep_going, combo)
     report.inductor_launches = {name: m if isinstance(m, str) else (m.combined if combo else m).total
                                 for name, m in choice.measured.items()}
     record_combo(report, choice, combo)
@@ -92,9 +102,9 @@ def inductor_decides(original, optimized, example_inputs, dialect: str, report: 
     return choice.gm
 
 
-def _count(gm, example_inputs, dialect: str, frozen: bool, combo: bool | None) -> probe.Launches:
-    """Inductor's count of ``gm``, with combo kernels too unless they are off."""
-    launches = probe.count_launches(gm, example_inputs, "cuda", dialect, frozen, combo=combo is not False)
+def _count(gm, example_inputs, dialect: str, frozen: bool, combo: bool | None, device: str) -> probe.Launches:
+    """Inductor's count of ``gm`` on ``device``, with combo kernels too unless they are off."""
+    launches = probe.count_launches(gm, example_inputs, device, dialect, frozen, combo=combo is not False)
     if combo and launches.combined is None:
         raise probe.ProbeError("combo kernels are on but this torch's cannot be counted")
     return launches

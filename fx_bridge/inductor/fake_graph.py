@@ -15,11 +15,12 @@ _CUDA = torch.device("cuda", 0)
 
 
 # -- the graph on fake cuda tensors ----------------------------------------------------------------
-def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str, frozen: bool = False):
+def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect: str, frozen: bool = False,
+               move: bool = True):
     """A copy of ``gm`` whose tensor attributes are inputs, and fake inputs of the same sizes,
     strides and dtypes, none requiring grad (on a CPU-only build a fake cuda tensor that requires
     grad aborts the process). A program with no cuda input (traced on the CPU) is moved to cuda:
-    its inputs, device literals and factories. ``frozen``: what only parameters feed is folded, and
+    its inputs, device literals and factories, unless ``move`` is off (a CPU probe). ``frozen``: what only parameters feed is folded, and
     the positions of the inputs that are then constants (parameters, attributes, folded values) are
     returned too (``_freezing_patterns`` needs them)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -29,7 +30,7 @@ def _fake_copy(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], dialect:
         raise ProbeError("symbolic sizes are not probed")
     if any(n.op == "call_module" for n in gm.graph.nodes):
         raise ProbeError("call_module nodes are not probed (their parameters would stay on the host)")
-    move = not any(x.device.type == "cuda" for x in tensors)
+    move = move and not any(x.device.type == "cuda" for x in tensors)
     graph = torch.fx.Graph()
     graph.output(tuple(pytree.tree_leaves(graph.graph_copy(gm.graph, {}))))  # Inductor wants them flat
     attrs = _lift_attributes(gm, graph)

@@ -34,17 +34,17 @@ COMBO: contextvars.ContextVar[bool | str] = contextvars.ContextVar("eqsat_combo_
 
 
 def probe_device(opts: Options, example_inputs: Sequence[Any]) -> str | None:
-    """The device Inductor decides for, or None. ``verify=None``: on a GPU compile (launches);
-    ``True`` also on a CPU compile, by loop nests (the count that follows CPU latency, issue 42; not
-    yet the default: each probe generates the C++ source, 1-1.5 s a 165-node graph), or where the
-    GPU cost model prices a CPU graph (Inductor then schedules it for an H200 it has not got)."""
-    device = device_of(example_inputs)
-    wanted = opts.verify if opts.verify is not None else device == "cuda"
-    if not wanted:
+    """The device Inductor decides for, or None. ``verify=None``: every compile Inductor finishes is
+    decided for its own device, by launches on a GPU and by loop nests on the CPU (the count that
+    follows CPU latency, issue 42); ``True`` also where the GPU cost model prices a CPU graph
+    (Inductor then schedules it for an H200 it has not got); ``False``: never. A CPU graph compiled
+    by eager (``inner="eager"``) has no loop nests to count."""
+    if opts.verify is False:
         return None
     if opts.cost.gpu:
-        return "cuda" if probe.available("cuda") else None
-    return "cpu" if device == "cpu" and opts.inner == "inductor" else None
+        wanted = opts.verify or device_of(example_inputs) == "cuda"
+        return "cuda" if wanted and probe.available("cuda") else None
+    return "cpu" if device_of(example_inputs) == "cpu" and opts.inner == "inductor" else None
 
 
 def inductor_decides(original, optimized, example_inputs, dialect: str, report: Report,

@@ -35,7 +35,9 @@ def test_zoo_on_cpu_writes_every_setting_but_cuda_graphs(tmp_path, capsys):
         ("infer", "inductor"), ("infer", "eqsat"), ("frozen", "inductor"), ("frozen", "eqsat")]
     _check_rows(rows)
     infer = {r["mode"]: r for r in rows if r["setting"] == "infer"}
-    assert infer["eqsat"]["kernels_total"] < infer["inductor"]["kernels_total"]  # the ten linears fused
+    # the ten linears fuse into fewer C++ calls, not fewer loop nests: Inductor decides (on the CPU by
+    # loop nests) and eqsat's program is never more than Inductor's
+    assert infer["eqsat"]["kernels_total"] <= infer["inductor"]["kernels_total"]
 
     stderr = capsys.readouterr().err
     assert f"setting cudagraphs skipped: {CG_REASON}" in stderr
@@ -45,8 +47,8 @@ def test_zoo_on_cpu_writes_every_setting_but_cuda_graphs(tmp_path, capsys):
     assert "| infer | eqsat | 1 |" in text and "| frozen | eqsat | 1 |" in text
     assert "## Inference (infer)" in text and "## Inference with Inductor's freezing" in text
     assert "| ten_unequal_linears | UnequalLinears |" in text
-    assert infer["eqsat"]["verify_s"] == 0 and infer["eqsat"]["candidates_measured"] == 0  # a CPU compile
-    assert "| ten_unequal_linears | infer | eqsat |" in text and "No program was measured" in text
+    assert infer["eqsat"]["verify_s"] > 0 and infer["eqsat"]["candidates_measured"] >= 2  # a CPU compile too
+    assert "| ten_unequal_linears | infer | eqsat |" in text
     if importlib.util.find_spec("matplotlib"):
         assert (out / "speedup_vs_inductor.png").exists() and (out / "kernels_frozen.png").exists()
     (out / "report.md").unlink()

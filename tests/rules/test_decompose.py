@@ -80,7 +80,9 @@ def test_inductor_launches_drop_on_cpu():
     for name in ("inductor", "eqsat"):
         compat.reset_dynamo()
         with inductor_metrics.capture_output_code() as codes:
-            out = torch.compile(model, backend=name)(x)
+            # the rewrite's program: Inductor's CPU decision by loop nests (ties keep the input) is
+            # tested in test_cpu_decides
+            out = torch.compile(model, backend=name, options={"verify": False} if name == "eqsat" else None)(x)
         torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
         launches[name] = inductor_metrics.launch_counts(codes)["total"]
     assert launches["eqsat"] < launches["inductor"], launches

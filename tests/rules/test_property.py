@@ -33,7 +33,7 @@ def test_split_cat_program_matches_eager(program):
             return torch.cat(items, dim), torch.cat([parts[i] for i in range(len(sizes))], dim) * 2
 
     gm = torch.fx.symbolic_trace(M())
-    new, report = optimize(gm, [x, other])
+    new, report = optimize(gm, [x, other], {"verify": False})
     assert "cat_split_all" in report.rules_fired
     # The second output is always a removable split-cat; the rewrite is dropped only where a first
     # output that became a view of x needs a copy to stay fresh as in eager, and the copy costs more.

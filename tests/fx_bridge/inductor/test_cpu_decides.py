@@ -1,4 +1,4 @@
-"""Inductor decides on the CPU too (issue 42; ``verify=True``): there it counts loop nests, the count that follows CPU
+"""Inductor decides on the CPU too (issue 42): there it counts loop nests, the count that follows CPU
 latency, by generating (never compiling) the C++ source, and the program with fewer goes on."""
 import pytest
 import torch
@@ -22,9 +22,9 @@ def norms(x, w):
 
 def test_a_cpu_compile_is_decided_on_the_cpu_and_a_gpu_model_on_the_fake_gpu():
     x, cpu = [torch.randn(4, 4)], CostModel.for_device("cpu")
-    assert decide.probe_device(Options(verify=True, cost=cpu), x) == "cpu"
-    assert decide.probe_device(Options(cost=cpu), x) is None  # not yet the default on the CPU
-    assert decide.probe_device(Options(verify=True, cost=cpu, inner="eager"), x) is None  # no Inductor to count for
+    assert decide.probe_device(Options(cost=cpu), x) == "cpu"
+    assert decide.probe_device(Options(verify=False, cost=cpu), x) is None
+    assert decide.probe_device(Options(cost=cpu, inner="eager"), x) is None  # no Inductor to count for
     assert decide.probe_device(Options(verify=True, cost=CostModel.for_device("cuda")), x) == (
         "cuda" if probe.available("cuda") else None)
 
@@ -42,7 +42,7 @@ def test_the_cpu_probe_counts_the_loop_nests_inductor_generates():
 
 
 def test_a_cpu_compile_goes_on_with_the_program_inductor_generates_fewer_loop_nests_for():
-    backend = eqsat_backend(verify=True, cache=False, post_grad=False)
+    backend = eqsat_backend(cache=False, post_grad=False)
     x = torch.randn(64, 16)
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(two_stage, backend=backend)(x), two_stage(x))

@@ -50,7 +50,7 @@ def test_the_input_wins_when_inductor_counts_fewer_launches_for_it(monkeypatch):
 
 def test_a_cpu_compile_is_not_measured_unless_asked(monkeypatch):
     monkeypatch.setattr(probe, "count_launches", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
-    report = _compile()  # verify=None: only a GPU compile is measured
+    report = _compile()  # verify=None: a CPU graph priced for the GPU is not counted on the fake GPU
     assert report.changed and not report.inductor_launches
 
 

@@ -75,7 +75,7 @@ SHARES = [pytest.param(0, id="fast")] + [pytest.param(i, marks=pytest.mark.slow,
 def test_random_graph_round_trips(share: int, rng: random.Random, n_ops: int):
     gm, inputs = random_graph(rng, n_ops=n_ops)
     expected = gm(*inputs)
-    new_gm, report, rewritten = optimize_seeing_the_rewrite(gm, inputs, {"always_raise": True})
+    new_gm, report, rewritten = optimize_seeing_the_rewrite(gm, inputs, {"always_raise": True, "verify": False})
     assert new_gm is not gm or kept_for_aliasing(report) or refused_for_a_real_layout_difference(
         report, rewritten, inputs, expected), f"always_raise must rebuild the graph from the e-graph: {report.skipped}"
     torch.testing.assert_close(new_gm(*inputs), expected, equal_nan=True)

@@ -34,7 +34,7 @@ def test_a_graph_past_the_region_size_improves_region_by_region(monkeypatch):
     gm, inputs = _dynamo_graph(32)
     monkeypatch.setattr(plan, "REGION_NODES", 50)
     monkeypatch.setattr(clusters, "MIN_PIECES", 10**6)  # no split is a cluster: windows of the order
-    new_gm, report = optimize(gm, inputs, {"seconds": 120.0})
+    new_gm, report = optimize(gm, inputs, {"seconds": 120.0, "verify": False})  # every region kept as optimized
     assert "optimized as 2 regions of at most 50 nodes each, 2 changed" in report.notes, report.notes
     assert report.changed and report.cost_after < report.cost_before, report.summary()
     assert not any(n.op == "call_module" for n in new_gm.graph.nodes)

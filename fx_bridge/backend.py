@@ -6,6 +6,8 @@ the ``eqsat`` logger and compiles the original graph instead.
 """
 from __future__ import annotations
 
+import functools
+
 import logging
 from typing import Any, Callable, Sequence
 
@@ -78,16 +80,17 @@ class EqsatBackend:
         artifacts.graph_after("pre_grad", new_gm.graph, report)
         self.reports.append(report)
         inductor = compose.inductor_options(report, inductor, combo)
+        inner = functools.partial(self._inner, opts, allowance, inductor, combo_decides=combo == compose.DECIDE)
         if new_gm is gm:
-            return self._inner(opts, allowance, inductor, gm)(gm, example_inputs)
+            return inner(gm)(gm, example_inputs)
         try:
-            return self._inner(opts, allowance, inductor, new_gm)(new_gm, example_inputs)
+            return inner(new_gm)(new_gm, example_inputs)
         except Exception as e:  # Inductor rejected our graph: the original must still compile
             log.warning("eqsat: Inductor failed on the optimized graph (%s: %s); compiling the original",
                         type(e).__name__, e)
             report.changed = False
             try:
-                compiled = self._inner(opts, allowance, inductor, gm)(gm, example_inputs)
+                compiled = inner(gm)(gm, example_inputs)
             except Exception:  # the user's own graph fails the same compile: not a bug of ours
                 report.skipped = f"inductor fails on the original graph too: {type(e).__name__}"
                 report.fallback = "skipped"
@@ -97,13 +100,15 @@ class EqsatBackend:
             return compiled
 
     def _inner(self, opts: Options, allowance: Allowance, inductor: dict,
-               gm: torch.fx.GraphModule) -> Callable:
+               gm: torch.fx.GraphModule, combo_decides: bool = False) -> Callable:
         """The compiler ``gm`` goes to, with the user's Inductor config and the workarounds ``gm``
-        needs (``workarounds``); Inductor runs our post-grad pass unless it is off."""
+        needs (``workarounds``); Inductor runs our post-grad pass unless it is off, and with
+        ``combo_decides`` that pass decides combo kernels for each Aten graph it sees."""
         if opts.inner != "inductor":
             return _eager
         make_pass = (lambda user: EqsatPostGradPass(opts, then=user, reports=self.post_grad_reports,
-                                                    allowance=allowance)) if opts.post_grad else None
+                                                    allowance=allowance, combo_decides=combo_decides)
+                     ) if opts.post_grad else None
         config = workarounds.config_for(gm, inductor)
         return compat.compile_fx_with_post_grad_pass(make_pass, config)
 

@@ -493,6 +493,15 @@ def inductor_config_value(name: str) -> Any:
     return getattr(inductor_config, name)
 
 
+def set_inductor_config_in_compile(name: str, value: Any) -> None:
+    """Set Inductor's ``name`` from a post-grad pass, for the code generation of the graph being
+    compiled: the compile's ``config_patches`` (``compile_fx_with_post_grad_pass``) must carry
+    ``name``, so leaving the compile puts the value back."""
+    import torch._inductor.config as inductor_config
+
+    setattr(inductor_config, name, value)
+
+
 def inductor_config_changed(name: str) -> bool:
     """Whether Inductor's ``name`` differs from its default now (a user's ``config.patch``, an
     assignment, its environment variable). A value equal to the default cannot be told from it:

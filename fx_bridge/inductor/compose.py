@@ -84,7 +84,18 @@ def decide_unmeasured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], r
 
 
 def inductor_options(report: Report, inductor: dict, combo: bool | str) -> dict:
-    """The inner Inductor's options with the decision applied (only where it was ours to make)."""
-    if combo == DECIDE and report.combo_kernels:
-        return {**inductor, "combo_kernels": True}
+    """The inner Inductor's options with the decision applied (only where it was ours to make). It
+    is set either way, so the patch that carries it undoes the post-grad pass's setting for each Aten
+    graph (``decide_in_compile``) when that graph's compile ends."""
+    if combo == DECIDE:
+        return {**inductor, "combo_kernels": bool(report.combo_kernels)}
     return inductor
+
+
+def decide_in_compile(report: Report) -> None:
+    """Inside one Aten graph's compile (the post-grad pass, forward or backward): Inductor's count of
+    the program that goes on decided combo kernels for this graph (``Report.combo_kernels``), so its
+    code generation uses that, not the decision made from the Dynamo graph (a training step's
+    backward has other kernels than the forward it was decided from). Undecided: left as it is."""
+    if report.combo_kernels is not None:
+        compat.set_inductor_config_in_compile("combo_kernels", report.combo_kernels)

@@ -33,7 +33,7 @@ from eqsat.budget import least_price, price
 from eqsat.deadline import Allowance
 
 from eqsat_torch import artifacts, cache
-from eqsat_torch.inductor import compat
+from eqsat_torch.inductor import compat, compose
 from eqsat_torch.cache.key import source_hash
 from eqsat_torch.safety.context import Context
 from eqsat_torch.safety.fallback import kept_original
@@ -58,12 +58,15 @@ class EqsatPostGradPass(compat.CustomGraphPass):
     """``torch._inductor.config.post_grad_custom_pre_pass = EqsatPostGradPass(options)``."""
 
     def __init__(self, options: Options | None = None, then: tuple = (), reports: list[Report] | None = None,
-                 allowance: Allowance | None = None):
+                 allowance: Allowance | None = None, combo_decides: bool = False):
         options = options or Options()
         self.options = dataclasses.replace(options, disabled=(*options.disabled, *options.post_grad_disabled))
         self.then = then  # passes the user had installed, run after ours
         self.reports = reports if reports is not None else []
         self.allowance = allowance  # the compile's optimizer time, shared with the pre-grad pass
+        # combo kernels are ours to decide (``compose``): Inductor's count of each graph's program
+        # decides them for that graph's compile
+        self.combo_decides = combo_decides
 
     def uuid(self) -> Any:
         """Stable across processes for the FX graph cache: our sources plus the options that change
@@ -75,25 +78,30 @@ class EqsatPostGradPass(compat.CustomGraphPass):
         if None in then:
             return None
         opts = repr([(k, getattr(self.options, k)) for k in _OUTPUT_OPTIONS])
-        return hashlib.sha256(f"{source_hash()}|{opts}|{then}".encode()).hexdigest()
+        return hashlib.sha256(f"{source_hash()}|{opts}|{then}|{self.combo_decides}".encode()).hexdigest()
 
     def __call__(self, graph: torch.fx.Graph) -> None:
-        self.reports.append(optimize_graph_in_place(graph, self.options, self.allowance, cached=True))
+        report = optimize_graph_in_place(graph, self.options, self.allowance, cached=True,
+                                         combo="decide" if self.combo_decides else "config")
+        if self.combo_decides:
+            compose.decide_in_compile(report)
+        self.reports.append(report)
         for p in self.then:
             p(graph)
 
 
 def optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: Allowance | None = None,
-                            cached: bool = False) -> Report:
+                            cached: bool = False, combo: bool | str = "config") -> Report:
     """Optimize a post-grad graph in place; on any failure leave it untouched and say why.
     ``cached``: through the persistent cache (``eqsat_torch.cache``), as the pass Inductor runs does.
-    All of it (taking the body out, the checks, splicing) is spent from ``allowance``."""
+    ``combo``: as ``pipeline.optimize``'s. All of it (taking the body out, the checks, splicing) is
+    spent from ``allowance``."""
     with allowance.deadline() if allowance is not None else contextlib.nullcontext():
-        return _optimize_graph_in_place(graph, options, allowance, cached)
+        return _optimize_graph_in_place(graph, options, allowance, cached, combo)
 
 
 def _optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance: Allowance | None,
-                             cached: bool) -> Report:
+                             cached: bool, combo: bool | str) -> Report:
     try:
         artifacts.graph_before("post_grad", graph)
         why = allowance.short_of(_least_price(len(graph.nodes))) if allowance is not None else None
@@ -105,10 +113,11 @@ def _optimize_graph_in_place(graph: torch.fx.Graph, options: Options, allowance:
         def run() -> tuple[torch.fx.GraphModule, Report]:
             from eqsat_torch.pipeline import optimize  # the optimizer's imports (egglog) only when it runs: not on a cache hit
             return optimize(body, inputs, options, user, copied_back=len(epilogue), allowance=allowance,
-                            context=Context.capture().for_aten())
+                            combo=combo, context=Context.capture().for_aten())
 
         new_gm, report = (cache.optimized("post_grad", body, inputs, options, device_of(inputs),
-                                          {"user_outputs": user, "copied_back": len(epilogue)}, run, allowance)
+                                          {"user_outputs": user, "copied_back": len(epilogue), "combo": combo},
+                                          run, allowance)
                           if cached else run())
         if new_gm is not body:
             rewritten = _with_body(graph, new_gm.graph, epilogue)

@@ -135,7 +135,7 @@ def test_a_graph_eqsat_keeps_is_still_decided():
 
 def test_a_graph_with_nothing_to_combine_keeps_them_off():
     report, config = _compile(lambda y: (y.sin() + 1).sum(0), torch.randn(64, 64))
-    assert report.combo_kernels is False and "combo_kernels" not in config, report.summary()
+    assert report.combo_kernels is False and config.get("combo_kernels") is False, report.summary()
 
 
 def test_the_users_option_is_honoured():
@@ -164,6 +164,43 @@ def test_a_cpu_compile_leaves_combo_kernels_alone(monkeypatch):
     monkeypatch.setattr(probe, "count_launches", lambda *a, **k: pytest.fail("counted"))
     report, config = _compile(two_independent, torch.randn(64, 64), torch.randn(64, 64), verify=None)
     assert report.combo_kernels is None and "combo_kernels" not in config
+
+
+@pytest.mark.slow  # a training step through Inductor's CPU compile
+def test_each_aten_graph_of_a_training_step_is_decided_for_its_own_compile():
+    """The forward's decision came from the Dynamo graph; the backward's kernels are others. The
+    post-grad pass decides each Aten graph's combo kernels from Inductor's count of its own program,
+    for that graph's code generation only (the user's pass after ours sees it), and the compile's
+    patch puts the default back after."""
+    import torch._inductor.config as inductor_config
+
+    seen = []
+
+    class Spy(compat.CustomGraphPass):
+        def __call__(self, graph):
+            seen.append(inductor_config.combo_kernels)
+
+        def uuid(self):
+            return None
+
+    w = torch.randn(16, 16, requires_grad=True)
+
+    def step(x):
+        pieces = [torch.sigmoid(p) * 2 for p in torch.split(x @ w, 2, dim=1)]
+        return torch.cat(pieces, dim=1).tanh(), (x * 3).sum()
+
+    backend = eqsat_backend(cost=GPU, verify=True, cache=False)
+    x = torch.randn(8, 16, requires_grad=True)
+    with inductor_config.patch(post_grad_custom_pre_pass=Spy()):
+        torch._dynamo.reset()
+        out, total = torch.compile(step, backend=backend)(x)
+        (out.sum() + total).backward()
+    decided = [r.combo_kernels for r in backend.post_grad_reports]
+    # the Dynamo graph's count said off; the forward's own program combines 2 kernels into 1, the
+    # backward's nothing: each graph's code generation saw its own decision
+    assert backend.reports[0].combo_kernels is False, backend.reports[0].summary()
+    assert seen == decided == [True, False], [r.combo_launches for r in backend.post_grad_reports]
+    assert inductor_config.combo_kernels is False  # the default, back
 
 
 # -- the cost model prices them ------------------------------------------------------------------

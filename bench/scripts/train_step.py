@@ -5,7 +5,8 @@
 prints, per model and mode, Inductor's generated kernels and extern calls in the forward graph and in
 the backward graph, the median step time, and the largest gradient error against eager. Modes:
 ``inductor`` (alone), ``inductor_optimus`` (every Optimus pass on), ``eqsat`` (pre-grad and post-grad
-passes), ``eqsat_pre`` (pre-grad pass only). Every compile is cold (caches off) so the counters see
+passes), ``eqsat_pre`` (pre-grad pass only), ``eqsat_program`` (the optimizer's programs, Inductor not
+deciding). Every compile is cold (caches off) so the counters see
 codegen. Tests import ``run_step`` / ``compare_with_eager`` from here.
 """
 from __future__ import annotations
@@ -24,13 +25,15 @@ from eqsat_torch import eqsat_backend
 from bench import inductor_metrics as im
 from eqsat_torch.inductor import compat
 
-MODES = ("inductor", "inductor_optimus", "eqsat", "eqsat_pre")
+MODES = ("inductor", "inductor_optimus", "eqsat", "eqsat_pre", "eqsat_program")
 
 
 def backend_for(mode: str):
-    """The ``torch.compile`` backend of a mode (Optimus is a config patch on plain Inductor)."""
+    """The ``torch.compile`` backend of a mode (Optimus is a config patch on plain Inductor);
+    "eqsat_program": the optimizer's programs as they are, Inductor deciding nothing (``verify=False``)."""
     return {"inductor": lambda: "inductor", "inductor_optimus": lambda: "inductor",
-            "eqsat": lambda: eqsat_backend(), "eqsat_pre": lambda: eqsat_backend(post_grad=False)}[mode]()
+            "eqsat": lambda: eqsat_backend(), "eqsat_pre": lambda: eqsat_backend(post_grad=False),
+            "eqsat_program": lambda: eqsat_backend(verify=False)}[mode]()
 
 
 def loss_of(out) -> torch.Tensor:

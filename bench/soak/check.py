@@ -29,7 +29,7 @@ def check(case: Case, backend=None, device: str = "cpu", inductor: bool = False)
     _RESTRIDED.clear()
     ours = backend is None
     if backend is None:
-        backend = _Inductor() if inductor else _backend(reports)
+        backend = _Inductor(device) if inductor else _backend(reports)
     plain = None
     if ours and case.tight:  # the compile without eqsat's own errors set the tolerances
         plain = check(case, _plain_backend(inductor), device, inductor)

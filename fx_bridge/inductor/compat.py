@@ -493,6 +493,19 @@ def inductor_config_value(name: str) -> Any:
     return getattr(inductor_config, name)
 
 
+def inductor_start_up(device: str) -> None:
+    """What Inductor's first compile for ``device`` in a process pays once, paid now: importing its
+    compiler and, on the CPU, choosing the vector ISA (``pick_vec_isa`` builds test programs: 1 s on
+    2 cores). A CPU probe would pay it inside the optimizer's time budget; the compile after it
+    would pay it anyway. Cached by Inductor: later calls cost nothing."""
+    import torch._inductor.compile_fx  # noqa: F401  (1 s to import, once)
+
+    if device == "cpu":
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        pick_vec_isa()
+
+
 def set_inductor_config_in_compile(name: str, value: Any) -> None:
     """Set Inductor's ``name`` from a post-grad pass, for the code generation of the graph being
     compiled: the compile's ``config_patches`` (``compile_fx_with_post_grad_pass``) must carry

@@ -49,7 +49,8 @@ def _build(name):
 def _inference(name, backend_kind):
     """(outputs, launches, backend) of one no-grad call compiled cold with Inductor."""
     model, inputs = _build(name)
-    backend = eqsat_backend(search=backend_kind) if backend_kind in ("saturate", "greedy") else "inductor"
+    # the optimizer's program (Inductor's CPU decision by loop nests: test_cpu_decides)
+    backend = eqsat_backend(search=backend_kind, verify=False) if backend_kind in ("saturate", "greedy") else "inductor"
     compat.reset_dynamo()
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"), \
             inductor_metrics.capture_output_code() as codes:
@@ -157,7 +158,8 @@ def test_inference_matches_eager_with_fewer_launches(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", THROUGH_INDUCTOR)
 def test_training_step_matches_eager_with_fewer_launches(name):
-    eager, ours, alone = _training(name, None), _training(name, "eqsat"), _training(name, "inductor")
+    # the optimizer's programs (Inductor's CPU decision by loop nests: test_cpu_decides)
+    eager, ours, alone = _training(name, None), _training(name, "eqsat_program"), _training(name, "inductor")
     assert ours.loss == pytest.approx(eager.loss, rel=1e-4, abs=1e-5)
     assert max_grad_error(ours, eager) < 1e-4
     (report,) = ours.backend.reports

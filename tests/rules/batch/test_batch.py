@@ -389,7 +389,7 @@ def test_batched_tiny_linears_launch_fewer_kernels_per_training_step():
                 y.sum().backward()
         return im.launch_counts(fwd)["total"] + im.launch_counts(bwd)["total"]
 
-    backend = eqsat_backend(post_grad=False, disabled=["decompose"])  # batched against separate matmuls
+    backend = eqsat_backend(post_grad=False, disabled=["decompose"], verify=False)  # batched against separate matmuls
     ours, alone = step(backend), step("inductor")
     assert backend.reports[0].rules_used.get("batch_linear"), backend.reports[0].summary()
     assert ours < alone, (ours, alone)

@@ -214,7 +214,7 @@ def test_kernels_under_automatic_dynamic_equal_the_static_count():
 
     compat.reset_dynamo()
     model, width, rules = _model("feature_tower")
-    backend = eqsat_backend()
+    backend = eqsat_backend(verify=False)  # a symbolic graph is not probed: the optimizer's programs, both
     launches = []
     with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"), \
             inductor_metrics.capture_output_code() as code:

@@ -72,7 +72,7 @@ def test_validation_mode_reports_ok():
 def _inner_failing(calls: list, failures: int):
     """An inner compiler that raises on its first ``failures`` graphs (soak seeds 4001067 and 4001539
     on the H200: torch 2.11's AOTAutograd rejects the optimized graph and the original alike)."""
-    def inner(self, opts, allowance, inductor, gm):
+    def inner(self, opts, allowance, inductor, gm, combo_decides=False):
         def compile_(gm, example_inputs):
             calls.append(gm)
             if len(calls) <= failures:

@@ -143,6 +143,13 @@ def _combo_why(launches: Launches) -> str:
 
 def _why(name: str, best: Launches, base: Launches) -> str:
     if name == INPUT:
-        return f"kept the input program: no candidate launches fewer than its {base.total} ({base.bytes} bytes)"
-    return (f"{name!r}: {best.total} launches ({best.bytes} bytes) against the input's {base.total} "
-            f"({base.bytes} bytes)")
+        return f"kept the input program: no candidate costs less than its {_counted(base)}"
+    return f"{name!r}: {_counted(best)} against the input's {_counted(base)}"
+
+
+def _counted(launches: Launches) -> str:
+    """A candidate's count as the decision read it (a CPU's extern calls weighted, ``Launches.key``)."""
+    if launches.extern_weight == 1:
+        return f"{launches.total} launches ({launches.bytes} bytes)"
+    return (f"{launches.generated} loop nests + {launches.extern_weight}×{launches.extern} extern calls "
+            f"({launches.bytes} bytes)")

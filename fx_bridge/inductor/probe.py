@@ -34,7 +34,7 @@ from torch._inductor.virtualized import V
 from eqsat_torch.inductor.fake_gpu import _fake_gpu, _fake_gpu_targets, _isolated
 from eqsat_torch.inductor.fake_graph import _fake_copy
 from eqsat_torch.inductor.freezing import _freezing_patterns
-from eqsat_torch.inductor.launches import CPU_EXTERN_WEIGHT, Launches, ProbeError, _combined, _launches
+from eqsat_torch.inductor.launches import Launches, ProbeError, _combined, _launches
 
 
 def available(device: str) -> bool:
@@ -153,12 +153,11 @@ def _loop_nests(graph, combo: bool) -> Launches:
     generates code (``CppScheduling`` splits and merges loop nests there), so the source is generated,
     never compiled, and its loop nests read from Inductor's own ``generated_kernel_count``: the count
     that follows CPU latency (correlation 0.96 over three zoo models, issue 42), where C++ kernel
-    calls do not; an extern call weighs ``CPU_EXTERN_WEIGHT`` nests. Combo kernels do not exist on
-    the CPU."""
+    calls do not; they come first in its order of preference (``Launches.key``). Combo kernels do
+    not exist on the CPU."""
     from torch._inductor import metrics
 
     before = metrics.generated_kernel_count
     graph.codegen()
     counted = _launches(graph.scheduler.nodes)
-    return dataclasses.replace(counted, generated=metrics.generated_kernel_count - before,
-                               extern_weight=CPU_EXTERN_WEIGHT)
+    return dataclasses.replace(counted, generated=metrics.generated_kernel_count - before, cpu=True)

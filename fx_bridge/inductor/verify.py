@@ -148,8 +148,7 @@ def _why(name: str, best: Launches, base: Launches) -> str:
 
 
 def _counted(launches: Launches) -> str:
-    """A candidate's count as the decision read it (a CPU's extern calls weighted, ``Launches.key``)."""
-    if launches.extern_weight == 1:
-        return f"{launches.total} launches ({launches.bytes} bytes)"
-    return (f"{launches.generated} loop nests + {launches.extern_weight}×{launches.extern} extern calls "
-            f"({launches.bytes} bytes)")
+    """A candidate's count as the decision read it (``Launches.key``)."""
+    if launches.cpu:
+        return f"{launches.generated} loop nests, {launches.extern} extern calls ({launches.bytes} bytes)"
+    return f"{launches.total} launches ({launches.bytes} bytes)"

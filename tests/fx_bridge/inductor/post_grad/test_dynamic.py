@@ -238,7 +238,7 @@ def test_split_relu_cat_kernels_under_dynamic_true_equal_the_static_count():
     counts = {}
     for dynamic in (False, True):
         compat.reset_dynamo()
-        backend = eqsat_backend()
+        backend = eqsat_backend(verify=False)  # a symbolic graph is not probed: the optimizer's programs, both
         with torch.no_grad(), inductor_metrics.inductor_config_patch("inductor"), \
                 inductor_metrics.capture_output_code() as code:
             x = torch.randn(SIZES[0], width)

@@ -13,6 +13,7 @@ so on the CPU the setting changes nothing and is left alone.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import torch
@@ -41,14 +42,14 @@ def setting(opts: Options, inductor: dict, example_inputs: Sequence[Any]) -> boo
 
 
 def _decides(opts: Options, example_inputs: Sequence[Any]) -> bool:
+    """Inductor decides this compile's programs on a GPU (``decide.probe_device``), and compiles them."""
     from eqsat.cost import CostModel
 
-    from eqsat_torch.inductor import probe
+    from eqsat_torch.inductor import decide
 
-    device = device_of(example_inputs)
-    wanted = device == "cuda" if opts.verify is None else opts.verify
-    cost = opts.cost or CostModel.for_device(device)
-    return wanted and opts.inner == "inductor" and cost.gpu and probe.available("cuda")
+    cost = opts.cost or CostModel.for_device(device_of(example_inputs))
+    return opts.inner == "inductor" and decide.probe_device(dataclasses.replace(opts, cost=cost),
+                                                            example_inputs) == "cuda"
 
 
 def decide_unmeasured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], report: Report,

@@ -56,7 +56,8 @@ def inductor_decides(original, optimized, example_inputs, dialect: str, report: 
     on ``device`` (loop nests on the CPU; ``eqsat_torch.inductor.verify``): the model proposes, Inductor decides (issue 29). With no time left
     nothing is measured, and the note says so; the programs between are measured within ``seconds=``
     where ours lost, else only while the measuring stays within ``VERIFY_SHARE`` of the compile."""
-    probe_price = "probe" if device == "cuda" else "probe_cpu"
+    gpu = device == "cuda"
+    probe_price = "probe" if gpu else "probe_cpu"
     per_node = price(probe_price, len(optimized.graph.nodes))  # verification is skipped where the budget
     if deadline.out_of_time("verify", per_node + price(probe_price, len(original.graph.nodes))):  # cannot pay both
         report.notes.append("not measured by Inductor: too little of the time budget is left")
@@ -74,9 +75,9 @@ def inductor_decides(original, optimized, example_inputs, dialect: str, report: 
         lost = not isinstance(ours, Launches) or (isinstance(base, Launches)
                                                   and verify.best_key(ours, combo) >= verify.best_key(base, combo))
         spent = time.perf_counter() - start
-        return lost and device == "cuda" or spent <= VERIFY_SHARE * (before + spent)
+        return lost and gpu or spent <= VERIFY_SHARE * (before + spent)
 
-    combo = None if COMBO.get() == "decide" and device == "cuda" else device == "cuda" and bool(COMBO.get())
+    combo = (None if COMBO.get() == "decide" else bool(COMBO.get())) if gpu else False  # none on the CPU
     with timed(report, "verify"):
         between = {a.name: a for a in (alternatives(VERIFY_PARTIALS) if alternatives else [])}
         choice = verify.choose([(verify.INPUT, original), ("optimized", optimized),

@@ -43,9 +43,11 @@ def _inline_small_constants(gm: torch.fx.GraphModule) -> None:
     which Inductor inlines the same way: a fake constant has no values to read (Gemma-2's embedding
     scale under freezing failed every probe). The value stands in for the unknown one; it is no
     identity (1, 0) that a lowering could simplify away."""
+    from torch._inductor.graph import GraphLowering
+
     for node in list(gm.graph.nodes):
         value = getattr(gm, node.target) if node.op == "get_attr" else None
-        if not isinstance(value, torch.Tensor) or not (value.dim() == 0 or value.dim() == 1 and value.shape[0] <= 8):
+        if not isinstance(value, torch.Tensor) or not (value.dim() == 0 or GraphLowering.can_inline_constant(value)):
             continue
         fill = True if value.dtype == torch.bool else 0.5 if value.dtype.is_floating_point or value.dtype.is_complex else 3
         with gm.graph.inserting_before(node):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch._inductor.virtualized import V
@@ -88,8 +88,8 @@ class _Measured(Exception):
         self.launches = launches
 
 
-def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode, combo: bool = False,
-                 constants: frozenset = frozenset(), count=None) -> Launches:
+def _count_torch(gm: torch.fx.GraphModule, inputs: list, fake_mode, combo: bool, constants: frozenset,
+                 count: Callable[[Any, bool], Launches]) -> Launches:
     """``compile_fx`` as Inductor runs it on a Dynamo graph, stopped where it would generate code
     (its inference trace keeps the inputs in order, so ``constants`` still name them)."""
     from torch._inductor.compile_fx import compile_fx
@@ -113,10 +113,11 @@ def _cause(e: BaseException | None, kind: type) -> Any:
     return e
 
 
-def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, combo: bool = False,
-                constants: frozenset = frozenset(), count=None) -> Launches:
-    """What ``compile_fx_inner`` does before codegen: post-grad passes, lowering, scheduling; with
-    ``constants`` (freezing) Inductor's freezing patterns first (``_freezing_patterns``)."""
+def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, combo: bool, constants: frozenset,
+                count: Callable[[Any, bool], Launches]) -> Launches:
+    """What ``compile_fx_inner`` does before codegen: post-grad passes, lowering, then ``count`` of
+    the lowered graph (``_scheduled`` or ``_loop_nests``); with ``constants`` (freezing) Inductor's
+    freezing patterns first (``_freezing_patterns``)."""
     from torch._inductor import compile_fx as cfx
     from torch._inductor.debug import DebugContext
     from torch._inductor.fx_passes.post_grad import view_to_reshape
@@ -136,7 +137,7 @@ def _count_aten(gm: torch.fx.GraphModule, inputs: Sequence[Any], fake_mode, comb
         graph = GraphLowering(gm, example_inputs=list(inputs), shape_env=None, is_inference=True)
         with V.set_graph_handler(graph):
             graph.run(*inputs)
-            return (count or _scheduled)(graph, combo)
+            return count(graph, combo)
 
 
 def _scheduled(graph, combo: bool) -> Launches:

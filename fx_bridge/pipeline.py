@@ -172,7 +172,7 @@ def optimize_part(gm, example_inputs, opts: Options, report: Report, deadline: D
     with timed(report, "lower"):
         gm = functionalize_intermediates(drop_noop_autocast(gm), example_inputs)
         try:
-            low = lower(gm, example_inputs, deadline)
+            low = lower(gm, example_inputs, deadline, outputs.views_seen)
         except OutOfTime:
             low = None
     if low is None or deadline.out_of_time("lower"):
@@ -197,7 +197,7 @@ def optimize_part(gm, example_inputs, opts: Options, report: Report, deadline: D
         alternatives = result.partials if fam is None else None
         if fam is not None and families[-1] != fam and result.changed:
             with timed(report, "lower"):
-                current_low = lower(current_gm, example_inputs)
+                current_low = lower(current_gm, example_inputs, user_outputs=outputs.views_seen)
     if not report.changed and not opts.always_raise:
         return original
     device = decide.probe_device(opts, example_inputs) if report.changed else None

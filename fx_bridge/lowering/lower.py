@@ -26,7 +26,7 @@ from eqsat_torch.lowering import attention
 from eqsat_torch.inductor import compat
 from eqsat_torch.lowering.converters import ELEMENTWISE_EXTREMA, _lower_pointwise, handlers
 from eqsat_torch.lowering.grad_dead import grad_live
-from eqsat_torch.lowering.layout_pins import layout_pinned
+from eqsat_torch.lowering.layout_pins import layout_pinned, view_outputs_pinned
 from eqsat_torch.lowering.lowered import Lowered, OpaqueSpec, Slot, TupleVal, Unsupported, _norm_dim, dtype_name
 from eqsat_torch.lowering.node_values import _arg, _backed_int, _leaves, _requires_grad, _static_scalar, _unbacked
 from eqsat_torch.lowering.random_nodes import RANDOM_NAMES, is_random
@@ -56,8 +56,10 @@ CLOCK_NODES = 256
 
 
 class _Lowerer:
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], deadline: Deadline | None = None):
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], deadline: Deadline | None = None,
+                 user_outputs: int | None = None):
         self.gm = gm
+        self.user_outputs = user_outputs
         self.deadline = deadline
         self.out = Lowered(gm)
         self.example_inputs = list(example_inputs)
@@ -140,9 +142,9 @@ class _Lowerer:
         if any(n.op != "output" and n.users and compat.node_value(n) is None for n in nodes):
             compat.propagate_fake(self.gm, fake_inputs(self.gm, self.example_inputs))
         self.check_supported(nodes)
-        self.pinned = layout_pinned(nodes)
         if any(n.op == "call_function" and compat.is_aten(n.target) for n in nodes):
             self.out.dialect = "aten"
+        self.pinned = layout_pinned(nodes) | view_outputs_pinned(self.gm.graph, self.user_outputs)
         placeholder_i = 0
         for i, n in enumerate(nodes):
             if self.deadline is not None and i % CLOCK_NODES == 0:
@@ -441,7 +443,10 @@ def _decomposed_on_cuda(n: torch.fx.Node) -> bool:
     return not attention.cuda_fuses(*vals, enable_gqa=bool(n.kwargs.get("enable_gqa", False)))
 
 
-def lower(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], deadline: Deadline | None = None) -> Lowered:
+def lower(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], deadline: Deadline | None = None,
+          user_outputs: int | None = None) -> Lowered:
     """Lower a Torch-IR (or Aten-IR) graph to a term program; raises :class:`Unsupported` for unsafe graphs
-    and ``OutOfTime`` when ``deadline`` runs out (a half-lowered graph is unusable)."""
-    return _Lowerer(gm, example_inputs, deadline).run()
+    and ``OutOfTime`` when ``deadline`` runs out (a half-lowered graph is unusable). ``user_outputs``:
+    how many of the output leaves the user sees (None: all; the rest are saved for a backward; 0 for
+    a region's, which feed later regions)."""
+    return _Lowerer(gm, example_inputs, deadline, user_outputs).run()

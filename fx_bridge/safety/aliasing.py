@@ -169,7 +169,7 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
         target = dense_like(want.layout)
         # eager's is a slice or an expand of a buffer (no copy has it) and ours is dense: as good
         relayout = (i < user and not same_layout(want.layout, got.layout)
-                    and not (_dense(got.layout) and not same_layout(want.layout, target))
+                    and not (is_dense(got.layout) and not same_layout(want.layout, target))
                     and (dialect == "torch" or want.fresh and inductor_view(leaves[i])))
         if relayout and dialect == "aten" and any(w is not None and i in w.outputs for w in original[i + 1:]):
             raise Unsupported(f"output {i} would need a copy in eager's layout, and a later output is a view of it")
@@ -178,7 +178,14 @@ def match_aliasing(original: list[LeafAlias | None], gm: torch.fx.GraphModule, d
         leaf = leaves[i]
         with gm.graph.inserting_before(out_node):
             if want.fresh and relayout and dialect == "aten":
-                replace[i] = _clone(gm.graph, leaf, dialect)  # Inductor gives it eager's strides
+                # Inductor gives an output it computes (no view) eager's strides; its
+                # ``remove_noop_ops`` drops a clone whose strides are its source's, so the clone
+                # asks for another layout than the view's: eager's, when that is contiguous
+                if not same_layout(want.layout, _contiguous(want.layout[0])):
+                    raise Unsupported(f"output {i} would be a view in strides {got.layout[1]} where eager's, "
+                                      f"{want.layout[1]}, are no contiguous tensor's")
+                replace[i] = gm.graph.call_function(torch.ops.aten.clone.default, (leaf,),
+                                                    {"memory_format": torch.contiguous_format})
                 copied.add(i)
                 repair.copied[i] = None
             elif want.fresh and relayout:
@@ -259,7 +266,7 @@ def same_layout(a: tuple | None, b: tuple | None) -> bool:
     return all(str(x) == str(y) for n, x, y in zip(sa, ta, tb) if not (isinstance(n, int) and n == 1))
 
 
-def _dense(layout: tuple) -> bool:
+def is_dense(layout: tuple) -> bool:
     return same_layout(layout, dense_like(layout))
 
 
@@ -282,6 +289,15 @@ def _dim_order(strides: tuple) -> list[int]:
 
 def _hint(v: Any) -> int:
     return v if isinstance(v, int) else compat.symint_hint(v) or 0
+
+
+def _contiguous(sizes: tuple) -> tuple:
+    """A contiguous tensor's layout of ``sizes``."""
+    strides, step = [], 1
+    for size in reversed(sizes):
+        strides.insert(0, step)
+        step = step * size
+    return tuple(sizes), tuple(strides)
 
 
 def _copy_in_layout(graph: torch.fx.Graph, x: torch.fx.Node, layout: tuple) -> torch.fx.Node:

@@ -39,6 +39,12 @@ class Outputs:
 
     user: int | None = None
     copied_back: int = 0
+    region: bool = False  # a region's: they feed later regions, no output is a view the user sees
+
+    @property
+    def views_seen(self) -> int | None:
+        """How many leaves a user sees the strides of (None: all): ``lowering.view_outputs_pinned``."""
+        return 0 if self.region else self.user
 
 
 @dataclass
@@ -57,7 +63,7 @@ class Part:
 
 
 def _region(sub: torch.fx.GraphModule, inputs: list[Any]) -> Part:
-    return Part(sub, inputs, Outputs(), Report(graph_nodes=len(sub.graph.nodes)), REGION_KEPT, clock_first=True)
+    return Part(sub, inputs, Outputs(region=True), Report(graph_nodes=len(sub.graph.nodes)), REGION_KEPT, clock_first=True)
 
 
 class Plan:

@@ -375,9 +375,10 @@ def test_a_view_of_an_output_given_its_old_strides_back_is_no_crash():
 
 
 
-@pytest.mark.parametrize("seed, train", [(3005076, False), (3002621, True)])
+@pytest.mark.parametrize("seed, train", [(3002621, True)])
 def test_an_output_given_an_expands_strides_back_is_no_crash(seed, train):
-    """Soak seeds 3005076 and 3002621 (training): the post-grad pass made an output that eager
+    """Soak seed 3002621 (training; 3005076 too, until the expand it returns was pinned,
+    ``view_outputs_pinned``): the post-grad pass made an output that eager
     computes as an expand a fresh tensor, and the imitation of Inductor gave it the expand's zero
     strides back by ``copy_`` into ``empty_strided``, which eager refuses (one memory location, many
     elements); Inductor's kernel writes each element. The imitation copies one slice per zero stride."""

@@ -37,6 +37,8 @@ def test_a_fresh_output_with_other_strides_passes():
 
 
 def test_soak_seed_3001276_keeps_eagers_strides():
+    """The check refused the program then; the split piece, an output viewing ``neg(x)``, is now
+    pinned (``view_outputs_pinned``), so no such program is proposed."""
     result = run_case(3001276, train=False)
     assert result["problems"] == [], result["problems"]
-    assert "validation mismatch: validation mismatch" in result["fallbacks"], result
+    assert not any("validation mismatch" in f for f in result["fallbacks"]), result

@@ -84,5 +84,7 @@ def _viewed(n: torch.fx.Node) -> torch.fx.Node | None:
     are no views of each other), else by the storage its traced value shares with an input's."""
     if inductor_view(n):  # a split's piece views the split, which views its input
         return n.args[0] if isinstance(n.args[0], torch.fx.Node) else None
-    key = compat.storage_key(compat.node_value(n))
+    leaves: list = []
+    map_aggregate(compat.node_value(n), leaves.append)  # a split's pieces share their input's storage
+    key = next((compat.storage_key(v) for v in leaves if isinstance(v, torch.Tensor)), None)
     return next((a for a in n.all_input_nodes if _shares(a, key)), None) if key is not None else None

@@ -73,3 +73,15 @@ def test_the_aten_check_sees_a_clone_of_a_view_as_the_view():
     check = lambda rewritten: equivalence.difference(original, rewritten, [x], Context.capture(), layouts=False)
     assert check(cloned).startswith("validation: strides of output 0 (a view"), check(cloned)
     assert check(fresh) is None  # no view: Inductor gives it eager's strides
+
+
+def test_a_column_piece_pins_the_split_and_what_it_splits_a_row_piece_nothing():
+    from eqsat_torch.lowering import layout_pins
+
+    def pinned(fn):
+        gm = torch.fx.symbolic_trace(fn)
+        lower_mod.lower(gm, [torch.randn(4, 6)])  # records the traced values
+        return {n.name for n in layout_pins.view_outputs_pinned(gm.graph)}
+
+    assert pinned(lambda x: torch.relu(x).split(3, 1)[0]) == {"relu", "split"}  # strides (6, 1)
+    assert pinned(lambda x: torch.relu(x).split(2, 0)[0]) == set()  # dense: any rewrite's copy has eager's strides

@@ -32,9 +32,7 @@ from eqsat_torch.safety.aliasing import inductor_view, real_signature, same_layo
 from eqsat_torch.safety.context import Context
 from eqsat_torch.report import Report
 from eqsat_torch.lowering.symbolic import output_leaves
-
-# What Inductor's ``remove_noop_ops`` drops when it copies a value the graph computes.
-NOOP_COPIES = (torch.ops.aten.clone.default, torch.ops.aten.alias.default)
+from eqsat_torch.safety.noop_outputs import outputs_after_removal
 
 log = logging.getLogger("eqsat")
 
@@ -83,25 +81,14 @@ def _view_strides(rewritten: torch.fx.GraphModule, want: _Observed, got: _Observ
     output must have the original's strides (soak seed 3001276: ``neg(x)[1:2]`` → ``neg(x[1:2])``, a
     split piece of it then had stride 3 where eager's is 9). ``strict_outputs``: how many outputs the
     user sees (the rest are saved for the backward); None: all."""
-    leaves = output_leaves(rewritten)
+    leaves = outputs_after_removal(rewritten.graph)  # a clone Inductor drops returns the view it copied
     seen = len(leaves) if strict_outputs is None else strict_outputs
     for i, (node, w, g) in enumerate(zip(leaves[:seen], want.outputs, got.outputs)):
-        if (isinstance(w, torch.Tensor) and inductor_view(_past_noops(node))
+        if (isinstance(w, torch.Tensor) and inductor_view(node)
                 and not same_layout((tuple(w.shape), w.stride()), (tuple(g.shape), g.stride()))):
             return (f"validation: strides of output {i} (a view: Inductor keeps its strides only in order): "
                     f"{problem_values('strides', g, w)}")
     return None
-
-
-def _past_noops(n: Any) -> Any:
-    """The node Inductor outputs for ``n``: its ``remove_noop_ops`` drops a clone or alias of a value
-    the graph computes in the value's own strides (a clone of a view is returned as the view, in the
-    view's strides); one asked for another memory format it keeps where the strides differ."""
-    while (isinstance(n, torch.fx.Node) and n.target in NOOP_COPIES
-           and n.kwargs.get("memory_format") in (None, torch.preserve_format)
-           and isinstance(n.args[0], torch.fx.Node) and n.args[0].op == "call_function"):
-        n = n.args[0]
-    return n
 
 
 def _templates(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list[Any]:

@@ -50,8 +50,7 @@ SAME_STORAGE, VIEW_OF_OTHER, SAME_NODE = 1, 2, 3
 def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
     """Output pairs that are one node (``SAME_NODE``), one a view of the other (``VIEW_OF_OTHER``)
     or one storage (``SAME_STORAGE``), once ``remove_noop_ops`` ran on a copy."""
-    copy = torch.fx.Graph(owning_module=graph.owning_module)  # no GraphModule: its codegen cost 0.4 s at 5k nodes
-    copy.output(copy.graph_copy(graph, {}))
+    copy = _copy(graph)
     inputs_before = {n: _input_nodes(n) for n in copy.nodes}
     compat.inductor_remove_noop_ops(copy)
     storage = _storages_after_removal(copy, inputs_before)
@@ -61,6 +60,20 @@ def _merged_after_removal(graph: torch.fx.Graph) -> dict[tuple[int, int], int]:
                      else SAME_STORAGE)
             for (i, a), (j, b) in itertools.combinations(enumerate(keys), 2)
             if a is not None and b is not None and (a[0] is b[0] or a[1] is not None and a[1] == b[1])}
+
+
+def outputs_after_removal(graph: torch.fx.Graph) -> list:
+    """The output leaves Inductor returns once ``remove_noop_ops`` ran (on a copy): a dropped clone
+    of a view is the view itself."""
+    copy = _copy(graph)
+    compat.inductor_remove_noop_ops(copy)
+    return output_leaves(copy)
+
+
+def _copy(graph: torch.fx.Graph) -> torch.fx.Graph:
+    copy = torch.fx.Graph(owning_module=graph.owning_module)  # no GraphModule: its codegen cost 0.4 s at 5k nodes
+    copy.output(copy.graph_copy(graph, {}))
+    return copy
 
 
 def _input_nodes(n: torch.fx.Node) -> list:
